@@ -1,0 +1,203 @@
+//! Building a segment. Terms are interned as they come and documents are added by ascending
+//! slot. Postings arrive either one by one (a write's tiny segment: laid out by term at the end
+//! with a counting sort) or already laid out by the merge, which copies whole posting lists.
+
+use std::sync::Arc;
+
+use super::postings::Posting;
+use super::segment::{NO_TERM, Segment};
+
+pub(crate) struct Builder {
+    seg: Segment,
+    /// Signed while building: a merge subtracts cancelled removals after adding all records.
+    neg_df: Vec<i64>,
+    /// Postings added one by one, with their term id.
+    loose: Vec<(u32, Posting)>,
+}
+
+impl Builder {
+    /// An empty segment covering the slots `lo..hi`.
+    pub(crate) fn new(lo: u32, hi: u32) -> Self {
+        let seg = Segment {
+            lo,
+            hi,
+            doc_starts: vec![0],
+            ..Segment::default()
+        };
+        Self {
+            seg,
+            neg_df: Vec::new(),
+            loose: Vec::new(),
+        }
+    }
+
+    /// An empty segment covering `lo..hi` whose term ids start as `base`'s (copied wholesale,
+    /// without re-interning), with room for `docs` documents and `postings` postings.
+    pub(crate) fn inheriting(
+        base: &Segment,
+        lo: u32,
+        hi: u32,
+        docs: usize,
+        postings: usize,
+    ) -> Self {
+        let mut b = Self::new(lo, hi);
+        b.seg.text = base.text.clone();
+        b.seg.term_ends = base.term_ends.clone();
+        b.seg.hashes = base.hashes.clone();
+        b.seg.dict = base.dict.clone();
+        b.seg.next = base.next.clone();
+        b.reserve(docs, postings);
+        b
+    }
+
+    pub(crate) fn reserve(&mut self, docs: usize, postings: usize) {
+        let seg = &mut self.seg;
+        seg.slots.reserve(docs);
+        seg.keys.reserve(docs);
+        seg.lens.reserve(docs);
+        seg.doc_starts.reserve(docs);
+        seg.doc_terms.reserve(postings);
+    }
+
+    /// Room for `terms` more terms of `bytes` bytes of text, so that a segment is built without
+    /// growing vectors and rehashing (which cost a third of an insert).
+    pub(crate) fn reserve_terms(&mut self, terms: usize, bytes: usize) {
+        let seg = &mut self.seg;
+        seg.text.reserve(bytes);
+        seg.term_ends.reserve(terms);
+        seg.hashes.reserve(terms);
+        seg.dict.reserve(terms);
+    }
+
+    pub(crate) fn n_terms(&self) -> usize {
+        self.seg.term_ends.len()
+    }
+
+    /// The id of `term` in the segment being built, adding it on first sight.
+    pub(crate) fn intern(&mut self, term: &str, hash: u64) -> u32 {
+        let seg = &mut self.seg;
+        if let Some(id) = seg.lookup(hash, term) {
+            return id;
+        }
+        let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
+        seg.text.push_str(term);
+        seg.term_ends.push(seg.text.len());
+        seg.hashes.push(hash);
+        if let Some(previous) = seg.dict.insert(hash, id) {
+            // A different term with the same hash: chain it.
+            seg.next.resize(seg.term_ends.len(), NO_TERM);
+            if let Some(link) = seg.next.get_mut(id as usize) {
+                *link = previous;
+            }
+        } else if !seg.next.is_empty() {
+            seg.next.push(NO_TERM);
+        }
+        id
+    }
+
+    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`.
+    pub(crate) fn push_doc(
+        &mut self,
+        slot: u32,
+        key: Arc<str>,
+        len: f32,
+        ids: impl IntoIterator<Item = u32>,
+    ) {
+        let seg = &mut self.seg;
+        seg.doc_terms.extend(ids);
+        seg.doc_starts.push(seg.doc_terms.len());
+        seg.slots.push(slot);
+        seg.keys.push(key);
+        seg.lens.push(len);
+        seg.live_len += f64::from(len);
+    }
+
+    /// Adds one posting of term `id` (for [`Self::finish`] to lay out).
+    pub(crate) fn push_posting(&mut self, id: u32, posting: Posting) {
+        if self.loose.capacity() == 0 {
+            self.loose.reserve(self.seg.term_ends.capacity());
+        }
+        self.loose.push((id, posting));
+    }
+
+    /// Records the removal of the document at `slot` (of an older segment), of length `len`,
+    /// containing the terms `ids` (of this segment).
+    pub(crate) fn negative(&mut self, slot: u32, len: f32, ids: impl IntoIterator<Item = u32>) {
+        self.seg.neg_slots.push(slot);
+        self.seg.neg_lens.push(len);
+        self.seg.live_len -= f64::from(len);
+        for id in ids {
+            self.add_neg_df(id, 1);
+        }
+    }
+
+    /// Adds `by` to term `id`'s count of removed documents.
+    pub(crate) fn add_neg_df(&mut self, id: u32, by: i64) {
+        let id = id as usize;
+        if self.neg_df.len() <= id {
+            self.neg_df.resize(id + 1, 0);
+        }
+        if let Some(n) = self.neg_df.get_mut(id) {
+            *n += by;
+        }
+    }
+
+    /// The segment, with the postings added one by one laid out by term (counting sort; a
+    /// term's postings keep the order they were added in, which is by slot).
+    pub(crate) fn finish(self) -> Segment {
+        let n_terms = self.n_terms();
+        let mut starts = vec![0usize; n_terms + 1];
+        for &(id, _) in &self.loose {
+            if let Some(count) = starts.get_mut(id as usize + 1) {
+                *count += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut cursor = starts.clone();
+        let empty = Posting {
+            slot: 0,
+            tf: 0.0,
+            dl: 0.0,
+        };
+        let mut postings = vec![empty; self.loose.len()];
+        for &(id, posting) in &self.loose {
+            if let Some(at) = cursor.get_mut(id as usize) {
+                if let Some(p) = postings.get_mut(*at) {
+                    *p = posting;
+                }
+                *at += 1;
+            }
+        }
+        self.finish_with(starts, postings)
+    }
+
+    /// The segment, with postings already laid out by term: `postings[starts[t]..starts[t + 1]]`
+    /// are term `t`'s.
+    pub(crate) fn finish_with(mut self, starts: Vec<usize>, postings: Vec<Posting>) -> Segment {
+        let seg = &mut self.seg;
+        seg.term_starts = starts;
+        seg.postings = postings;
+        let n_terms = seg.term_ends.len();
+        if self.neg_df.iter().any(|&n| n > 0) {
+            self.neg_df.resize(n_terms, 0);
+            seg.neg_df = self
+                .neg_df
+                .iter()
+                .map(|&n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+                .collect();
+        }
+        if !seg.neg_slots.is_sorted() {
+            let mut negs: Vec<(u32, f32)> = seg
+                .neg_slots
+                .iter()
+                .copied()
+                .zip(seg.neg_lens.iter().copied())
+                .collect();
+            negs.sort_unstable_by_key(|&(slot, _)| slot);
+            (seg.neg_slots, seg.neg_lens) = negs.into_iter().unzip();
+        }
+        self.seg
+    }
+}

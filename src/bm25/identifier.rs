@@ -1,0 +1,185 @@
+//! Splitting one UAX#29 word into the parts of an identifier: `get_weather`, `getWeather`,
+//! `get.weather` → `get`, `weather`; `HTTPServer` → `HTTP`, `Server`; `getPM2.5Level` → `get`,
+//! `PM`, `2`, `5`, `Level`.
+//!
+//! One pass over the characters, remembering the classes of the previous two letters or digits:
+//! linear in the word's length whatever the input.
+
+/// What a character is, for splitting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Upper,
+    /// Lower-case letters, and letters without case (CJK, Arabic…), which never start a part.
+    Lower,
+    Digit,
+    /// Punctuation that UAX#29 lets inside a word (`_`, `.`, `'`, `:`, `’`…): ends a part.
+    Separator,
+    /// Everything else inside a word: combining marks, joiners. Stays in the current part and
+    /// is invisible to the case and digit rules (`e` + U+0301 is still a lower-case letter).
+    Transparent,
+}
+
+fn classify(c: char) -> Class {
+    if c.is_alphanumeric() {
+        if c.is_uppercase() {
+            Class::Upper
+        } else if c.is_numeric() {
+            Class::Digit
+        } else {
+            Class::Lower
+        }
+    } else if c.is_ascii() || is_word_punctuation(c) {
+        Class::Separator
+    } else {
+        Class::Transparent
+    }
+}
+
+/// The non-ASCII characters UAX#29 allows inside a word (MidLetter, MidNum, MidNumLet,
+/// ExtendNumLet): they join words the way `.`, `:`, `'` and `_` do, so they separate parts.
+fn is_word_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00B7}'
+            | '\u{037E}'
+            | '\u{0387}'
+            | '\u{055F}'
+            | '\u{0589}'
+            | '\u{05F4}'
+            | '\u{060C}'
+            | '\u{060D}'
+            | '\u{066C}'
+            | '\u{07F8}'
+            | '\u{2018}'
+            | '\u{2019}'
+            | '\u{2024}'
+            | '\u{2027}'
+            | '\u{202F}'
+            | '\u{203F}'
+            | '\u{2040}'
+            | '\u{2044}'
+            | '\u{2054}'
+            | '\u{FE10}'
+            | '\u{FE13}'
+            | '\u{FE14}'
+            | '\u{FE33}'
+            | '\u{FE34}'
+            | '\u{FE4D}'
+            ..='\u{FE50}'
+                | '\u{FE52}'
+                | '\u{FE54}'
+                | '\u{FE55}'
+                | '\u{FF07}'
+                | '\u{FF0C}'
+                | '\u{FF0E}'
+                | '\u{FF1A}'
+                | '\u{FF1B}'
+                | '\u{FF3F}'
+    )
+}
+
+/// Calls `emit` with each part of `word`, in order, with its original case. Parts are split at
+/// separators, lower → upper (`getWeather`), the last capital of a capital run followed by a
+/// lower-case letter (`HTTPServer`), and letter ↔ digit (`v2`, `JSON2XML`). A lone `s` after a
+/// capital run is a plural, not a new word (`APIs`, `URLs`, `IDs` stay whole). Every part starts
+/// with a letter or digit, so none is empty.
+pub(crate) fn split_identifier<'w>(word: &'w str, mut emit: impl FnMut(&'w str)) {
+    // Start of the current part, and the classes and position of the last two letters/digits.
+    let mut start: Option<usize> = None;
+    let mut prev: Option<(Class, usize)> = None;
+    let mut prev2: Option<Class> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let class = classify(c);
+        match class {
+            Class::Separator => {
+                if let Some(s) = start.take() {
+                    emit(&word[s..i]);
+                }
+                prev = None;
+                prev2 = None;
+            }
+            Class::Transparent => {}
+            Class::Upper | Class::Lower | Class::Digit => {
+                if let Some(s) = start {
+                    let cut = match (prev2, prev, class) {
+                        (_, Some((Class::Lower, _)), Class::Upper) => Some(i),
+                        (_, Some((Class::Digit, _)), Class::Upper | Class::Lower) => Some(i),
+                        (_, Some((Class::Upper | Class::Lower, _)), Class::Digit) => Some(i),
+                        (Some(Class::Upper), Some((Class::Upper, at)), Class::Lower) => {
+                            let plural = c == 's'
+                                && chars
+                                    .peek()
+                                    .is_none_or(|&(_, n)| classify(n) != Class::Lower);
+                            (!plural).then_some(at)
+                        }
+                        _ => None,
+                    };
+                    if let Some(cut) = cut.filter(|&cut| cut > s) {
+                        emit(&word[s..cut]);
+                        start = Some(cut);
+                    }
+                } else {
+                    start = Some(i);
+                }
+                prev2 = prev.map(|(c, _)| c);
+                prev = Some((class, i));
+            }
+        }
+    }
+    if let Some(s) = start {
+        emit(&word[s..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_identifier;
+
+    fn parts(word: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        split_identifier(word, |p| out.push(p));
+        out
+    }
+
+    #[test]
+    fn separators() {
+        assert_eq!(parts("get_weather"), ["get", "weather"]);
+        assert_eq!(parts("get.weather"), ["get", "weather"]);
+        assert_eq!(parts("don't"), ["don", "t"]);
+        assert_eq!(parts("a__b_"), ["a", "b"]);
+        assert_eq!(parts("___"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn case_changes() {
+        assert_eq!(parts("getWeather"), ["get", "Weather"]);
+        assert_eq!(parts("HTTPServer"), ["HTTP", "Server"]);
+        assert_eq!(parts("GetHTTP"), ["Get", "HTTP"]);
+        assert_eq!(parts("ABC"), ["ABC"]);
+        assert_eq!(parts("Weather"), ["Weather"]);
+    }
+
+    #[test]
+    fn plural_of_an_acronym_stays_whole() {
+        assert_eq!(parts("APIs"), ["APIs"]);
+        assert_eq!(parts("listURLs"), ["list", "URLs"]);
+        assert_eq!(parts("IDsFor"), ["IDs", "For"]);
+        assert_eq!(parts("ABCsome"), ["AB", "Csome"]);
+    }
+
+    #[test]
+    fn digits() {
+        assert_eq!(parts("parseJSON2XML"), ["parse", "JSON", "2", "XML"]);
+        assert_eq!(parts("v2"), ["v", "2"]);
+        assert_eq!(parts("getPM2.5Level"), ["get", "PM", "2", "5", "Level"]);
+        assert_eq!(parts("2024"), ["2024"]);
+    }
+
+    #[test]
+    fn marks_stay_inside_parts() {
+        // "é" as e + COMBINING ACUTE ACCENT, then a capital: the mark neither splits nor counts.
+        assert_eq!(parts("cafe\u{301}Bar"), ["cafe\u{301}", "Bar"]);
+        assert_eq!(parts("हिन्दी"), ["हिन्दी"]);
+    }
+}

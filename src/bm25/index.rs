@@ -1,0 +1,705 @@
+//! [`Bm25Index`]: a versioned BM25 index made of immutable segments (see the module docs of
+//! [`crate::bm25`] for the design and the cost of each operation).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::analyze::analyze;
+use super::builder::Builder;
+use super::config::IndexConfig;
+use super::document::Document;
+use super::error::Bm25Error;
+use super::merge::{MERGE_FACTOR, merge, next_merge};
+use super::postings::{Posting, accumulate};
+use super::query::{Corpus, Prepared, QueryTerm};
+use super::scoring::Explanation;
+use super::scratch::with_scores;
+use super::segment::Segment;
+use super::tombstones::Tombstones;
+use super::topk::TopK;
+
+/// Slots left behind by removals and replacements that are tolerated before [`Bm25Index`]
+/// renumbers its documents (beyond as many as there are live documents).
+const SLOT_SLACK: usize = 256;
+
+/// One search result: a document's key and its score (always > 0).
+///
+/// ```
+/// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+///
+/// let mut index = Bm25Index::new(IndexConfig::default())?;
+/// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+/// let hit = &index.search(&["x"], 1)[0];
+/// assert_eq!(&*hit.key, "a");
+/// assert!(hit.score > 0.0);
+/// # Ok::<(), capstore::bm25::Bm25Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The document's key.
+    pub key: Arc<str>,
+    /// Its BM25 score for the query.
+    pub score: f32,
+}
+
+/// The corpus statistics BM25 uses, exact for the index version they come from.
+///
+/// ```
+/// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+///
+/// let mut index = Bm25Index::new(IndexConfig::default())?;
+/// index.insert("a", &Document::new().with_field("f", vec!["x".into(), "y".into()]));
+/// index.insert("b", &Document::new().with_field("f", vec!["x".into()]));
+/// let stats = index.stats();
+/// assert_eq!((stats.n_docs, stats.total_len, stats.avgdl), (2, 3.0, 1.5));
+/// # Ok::<(), capstore::bm25::Bm25Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CorpusStats {
+    /// `N`: the number of documents.
+    pub n_docs: u64,
+    /// The sum of the documents' (field-weighted) lengths.
+    pub total_len: f64,
+    /// `avgdl = total_len / n_docs`, 0 when the index is empty.
+    pub avgdl: f32,
+}
+
+/// A BM25 index whose every version is a value: `clone` is O(1) and the clone and the original
+/// then evolve independently, so a store can keep one version per snapshot and give each write
+/// transaction its own.
+///
+/// Documents are keyed by string; [`insert`](Self::insert) replaces any document with the same
+/// key. Queries are lists of terms produced by the same [`crate::bm25::Tokenizer`] as the
+/// documents. `N`, `avgdl` and every `doc_freq` are exact for the current version whatever the
+/// history of writes, and scores are never NaN.
+///
+/// ```
+/// use capstore::bm25::{Bm25Index, Document, IndexConfig, Tokenizer};
+///
+/// let tokenizer = Tokenizer::default();
+/// let doc = |name: &str, text: &str| {
+///     Document::new()
+///         .with_field("name", tokenizer.tokenize(name))
+///         .with_field("description", tokenizer.tokenize(text))
+/// };
+/// let mut index = Bm25Index::new(IndexConfig::default())?;
+/// index.insert("get_weather", &doc("get_weather", "Current weather for a city"));
+/// index.insert("read_file", &doc("read_file", "Read a file from disk"));
+///
+/// let snapshot = index.clone(); // O(1)
+/// index.remove("read_file");
+///
+/// let query = tokenizer.tokenize("read the file");
+/// assert!(index.search(&query, 10).is_empty());
+/// assert_eq!(&*snapshot.search(&query, 10)[0].key, "read_file");
+/// # Ok::<(), capstore::bm25::Bm25Error>(())
+/// ```
+///
+/// Sharp edges: a write that completes a run of segments merges them, so a few writes cost
+/// more than the rest (the largest merge rebuilds the whole index; see [`crate::bm25`] for the
+/// numbers). Each thread keeps one `f32` per document slot as query scratch.
+#[derive(Clone)]
+pub struct Bm25Index {
+    config: Arc<IndexConfig>,
+    merge_factor: usize,
+    /// Oldest first; their slot ranges are consecutive.
+    segments: Arc<Vec<Arc<Segment>>>,
+    /// Slots of removed (or replaced) documents, whose postings may still be in a segment.
+    dead: Tombstones,
+    /// Live documents.
+    slots: imbl::OrdMap<Arc<str>, u32>,
+    /// The next slot to allocate: slots are never reused until [`Self::compact`] renumbers.
+    next_slot: u32,
+}
+
+impl std::fmt::Debug for Bm25Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sizes: Vec<usize> = self.segments.iter().map(|s| s.records()).collect();
+        f.debug_struct("Bm25Index")
+            .field("config", &self.config)
+            .field("docs", &self.slots.len())
+            .field("slots", &self.next_slot)
+            .field("segment_records", &sizes)
+            .finish()
+    }
+}
+
+impl Bm25Index {
+    /// An empty index, after checking `config` ([`IndexConfig::validate`]).
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Bm25Params, IndexConfig};
+    ///
+    /// assert!(Bm25Index::new(IndexConfig::default()).is_ok());
+    /// let bad = IndexConfig { params: Bm25Params { k1: -1.0, b: 0.5 }, ..IndexConfig::default() };
+    /// assert!(Bm25Index::new(bad).is_err());
+    /// ```
+    pub fn new(config: IndexConfig) -> Result<Self, Bm25Error> {
+        config.validate()?;
+        Ok(Self {
+            config: Arc::new(config),
+            merge_factor: MERGE_FACTOR,
+            segments: Arc::default(),
+            dead: Tombstones::default(),
+            slots: imbl::OrdMap::new(),
+            next_slot: 0,
+        })
+    }
+
+    /// Sets how many segments of one size class a merge takes (at least 2; 3 by default). 2
+    /// merges most often: tests use it to exercise merges in short sequences.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, IndexConfig};
+    ///
+    /// let index = Bm25Index::new(IndexConfig::default())?.with_merge_factor(2);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    #[doc(hidden)]
+    pub fn with_merge_factor(mut self, factor: usize) -> Self {
+        self.merge_factor = factor.max(2);
+        self
+    }
+
+    /// The configuration in force.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, IndexConfig};
+    ///
+    /// let index = Bm25Index::new(IndexConfig::default())?;
+    /// assert_eq!(index.config(), &IndexConfig::default());
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    /// Adds `doc` under `key`, replacing any document already there.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["old".into()]));
+    /// index.insert("a", &Document::new().with_field("f", vec!["new".into()]));
+    /// assert_eq!(index.len(), 1);
+    /// assert_eq!(index.doc_freq("old"), 0);
+    /// assert_eq!(index.doc_freq("new"), 1);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn insert(&mut self, key: &str, doc: &Document) {
+        if self.next_slot == u32::MAX {
+            // Four billion writes since the last renumbering: renumber rather than overflow.
+            self.renumber();
+        }
+        let analyzed = analyze(doc, &self.config);
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let mut b = Builder::new(slot, slot + 1);
+        let bytes = analyzed.terms.iter().map(|t| t.text.len()).sum();
+        b.reserve_terms(analyzed.terms.len(), bytes);
+        let key = match self.slots.get_key_value(key) {
+            Some((existing, &old)) => {
+                let existing = Arc::clone(existing);
+                self.record_removal(&mut b, old);
+                existing
+            }
+            None => Arc::from(key),
+        };
+        let mut ids = Vec::with_capacity(analyzed.terms.len());
+        for t in &analyzed.terms {
+            let id = b.intern(t.text, t.hash);
+            let posting = Posting {
+                slot,
+                tf: t.tf,
+                dl: analyzed.len,
+            };
+            b.push_posting(id, posting);
+            ids.push(id);
+        }
+        b.push_doc(slot, Arc::clone(&key), analyzed.len, ids);
+        self.slots.insert(key, slot);
+        self.append(b.finish());
+    }
+
+    /// Removes the document under `key`; returns whether there was one.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new());
+    /// assert!(index.remove("a"));
+    /// assert!(!index.remove("a"));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn remove(&mut self, key: &str) -> bool {
+        let Some(slot) = self.slots.remove(key) else {
+            return false;
+        };
+        let mut b = Builder::new(self.next_slot, self.next_slot);
+        self.record_removal(&mut b, slot);
+        self.append(b.finish());
+        true
+    }
+
+    /// Tombstones `slot` and records its removal (length and terms) in the segment being built.
+    fn record_removal(&mut self, b: &mut Builder, slot: u32) {
+        self.dead.insert(slot);
+        if let Some((seg, doc)) = self.locate(slot) {
+            let len = seg.doc_len(doc).unwrap_or(0.0);
+            let terms = seg.doc_terms(doc);
+            b.reserve_terms(terms.len(), terms.len() * 8);
+            let ids: Vec<u32> = terms
+                .iter()
+                .map(|&id| b.intern(seg.term(id), seg.hash(id)))
+                .collect();
+            b.negative(slot, len, ids);
+        }
+    }
+
+    /// Adds a freshly written segment, then merges as the policy says and renumbers slots if
+    /// removals left too many behind.
+    fn append(&mut self, segment: Segment) {
+        let segments = Arc::make_mut(&mut self.segments);
+        segments.push(Arc::new(segment));
+        while let Some(run) = next_merge(segments, self.merge_factor) {
+            let merged = merge(segments.get(run.clone()).unwrap_or_default(), &self.dead);
+            segments.splice(run, [Arc::new(merged)]);
+        }
+        if self.next_slot as usize > 2 * self.slots.len() + SLOT_SLACK {
+            self.renumber();
+        }
+    }
+
+    /// Whether a document is stored under `key`.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new());
+    /// assert!(index.contains("a") && !index.contains("b"));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn contains(&self, key: &str) -> bool {
+        self.slots.contains_key(key)
+    }
+
+    /// The number of documents.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new());
+    /// assert_eq!(index.len(), 1);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the index holds no document.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, IndexConfig};
+    ///
+    /// assert!(Bm25Index::new(IndexConfig::default())?.is_empty());
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// `N`, the total length and `avgdl` of this version.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, IndexConfig};
+    ///
+    /// let stats = Bm25Index::new(IndexConfig::default())?.stats();
+    /// assert_eq!((stats.n_docs, stats.avgdl), (0, 0.0));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn stats(&self) -> CorpusStats {
+        let n_docs = self.slots.len() as u64;
+        // Each segment sums its own lengths minus those of the removals it records, so the
+        // total is a sum of a few terms, not a running sum that drifts with every write.
+        let total_len = if n_docs == 0 {
+            0.0
+        } else {
+            self.segments
+                .iter()
+                .map(|s| s.live_len)
+                .sum::<f64>()
+                .max(0.0)
+        };
+        let avgdl = if n_docs == 0 {
+            0.0
+        } else {
+            (total_len / n_docs as f64) as f32
+        };
+        CorpusStats {
+            n_docs,
+            total_len,
+            avgdl,
+        }
+    }
+
+    /// The number of documents containing `term` (with a positive field weight).
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into(), "x".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["x".into()]));
+    /// assert_eq!(index.doc_freq("x"), 2);
+    /// assert_eq!(index.doc_freq("y"), 0);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn doc_freq(&self, term: &str) -> u64 {
+        self.corpus().doc_freq(term)
+    }
+
+    /// The (field-weighted) length of `key`'s document.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut config = IndexConfig::default();
+    /// config.field_weights.insert("name".into(), 2.0);
+    /// let mut index = Bm25Index::new(config)?;
+    /// index.insert("a", &Document::new().with_field("name", vec!["x".into()]).with_field("d", vec!["y".into()]));
+    /// assert_eq!(index.doc_len("a"), Some(3.0));
+    /// assert_eq!(index.doc_len("b"), None);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn doc_len(&self, key: &str) -> Option<f32> {
+        let (seg, doc) = self.locate(*self.slots.get(key)?)?;
+        seg.doc_len(doc)
+    }
+
+    /// The keys of all documents, sorted.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("b", &Document::new());
+    /// index.insert("a", &Document::new());
+    /// let keys: Vec<String> = index.keys().iter().map(|k| k.to_string()).collect();
+    /// assert_eq!(keys, ["a", "b"]);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn keys(&self) -> Vec<Arc<str>> {
+        self.slots.keys().cloned().collect()
+    }
+
+    /// The `k` best documents for `query` (a list of terms; a repeated term counts once per
+    /// occurrence), by score descending then key ascending. Only documents matching at least one
+    /// term are returned; `k = 0`, an empty query or unknown terms give an empty list.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("b", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("c", &Document::new().with_field("f", vec!["y".into()]));
+    /// let keys: Vec<String> = index.search(&["x"], 10).iter().map(|h| h.key.to_string()).collect();
+    /// assert_eq!(keys, ["a", "b"]); // tied scores: by key
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn search<S: AsRef<str>>(&self, query: &[S], k: usize) -> Vec<Hit> {
+        self.run(&self.corpus().prepare(query), k, None)
+    }
+
+    /// [`search`](Self::search) among the documents whose key `keep` accepts. `keep` runs only
+    /// on documents good enough to enter the current top `k`, so it may be a costly check.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["x".into()]));
+    /// let hits = index.search_filtered(&["x"], 10, |key| key != "a");
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(&*hits[0].key, "b");
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn search_filtered<S: AsRef<str>>(
+        &self,
+        query: &[S],
+        k: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Vec<Hit> {
+        self.run(&self.corpus().prepare(query), k, Some(&keep))
+    }
+
+    /// [`search_filtered`](Self::search_filtered) for a weighted query: each (term, weight)
+    /// occurrence adds its weight (instead of 1) to the term's multiplier, so a query can mix,
+    /// say, the latest message at weight 1 with earlier turns at 0.5. Terms whose total weight
+    /// is not positive are left out.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["y".into()]));
+    /// let query = [("x", 0.5), ("y", 2.0)];
+    /// let hits = index.search_weighted(&query, 10, |_| true);
+    /// assert_eq!(&*hits[0].key, "b");
+    /// // Weight 1 per occurrence is the plain query.
+    /// assert_eq!(index.search_weighted(&[("x", 1.0), ("x", 1.0)], 1, |_| true), index.search(&["x", "x"], 1));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn search_weighted<S: AsRef<str>>(
+        &self,
+        query: &[(S, f32)],
+        k: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Vec<Hit> {
+        let corpus = self.corpus();
+        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
+        self.run(&query, k, Some(&keep))
+    }
+
+    /// Scores every posting of the query's terms into the thread's dense score array, then
+    /// selects the top `k`.
+    fn run(&self, query: &Prepared<'_>, k: usize, keep: Option<&dyn Fn(&str) -> bool>) -> Vec<Hit> {
+        if k == 0 || query.terms.is_empty() {
+            return Vec::new();
+        }
+        with_scores(self.next_slot as usize, |scores| {
+            for t in &query.terms {
+                for &(seg, id) in query.found(t) {
+                    if let Some(seg) = self.segments.get(seg) {
+                        accumulate(scores, seg.postings(id), &t.scorer);
+                    }
+                }
+            }
+            self.select(scores, k, keep)
+        })
+    }
+
+    /// One pass over the dense scores: reset each to zero (the scratch buffer's invariant) and
+    /// keep the `k` best live documents that `keep` accepts.
+    fn select(
+        &self,
+        scores: &mut [f32],
+        k: usize,
+        keep: Option<&dyn Fn(&str) -> bool>,
+    ) -> Vec<Hit> {
+        let key = |slot: u32| self.locate(slot).and_then(|(seg, doc)| seg.key(doc));
+        let mut top = TopK::new(k);
+        let check_dead = !self.dead.is_empty();
+        for (slot, score) in scores.iter_mut().enumerate() {
+            let s = std::mem::take(score);
+            if s > 0.0 && top.admits(s) {
+                let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+                if check_dead && self.dead.contains(slot) {
+                    continue;
+                }
+                if let Some(keep) = keep {
+                    if !key(slot).is_some_and(|key| keep(key)) {
+                        continue;
+                    }
+                }
+                top.push(s, slot, &key);
+            }
+        }
+        top.into_hits(&key)
+    }
+
+    /// `key`'s score for `query`, exactly as [`search`](Self::search) reports it (0 when it
+    /// matches no term); `None` if there is no such document.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["y".into()]));
+    /// assert_eq!(index.score("a", &["x"]), Some(index.search(&["x"], 1)[0].score));
+    /// assert_eq!(index.score("b", &["x"]), Some(0.0));
+    /// assert_eq!(index.score("c", &["x"]), None);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn score<S: AsRef<str>>(&self, key: &str, query: &[S]) -> Option<f32> {
+        self.score_prepared(key, &self.corpus().prepare(query))
+    }
+
+    /// [`score`](Self::score) for a weighted query (see
+    /// [`search_weighted`](Self::search_weighted)).
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// let once = index.score("a", &["x"]).unwrap();
+    /// let half = index.score_weighted("a", &[("x", 0.5)]).unwrap();
+    /// assert!((half - once / 2.0).abs() < 1e-6);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn score_weighted<S: AsRef<str>>(&self, key: &str, query: &[(S, f32)]) -> Option<f32> {
+        let corpus = self.corpus();
+        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
+        self.score_prepared(key, &query)
+    }
+
+    fn score_prepared(&self, key: &str, query: &Prepared<'_>) -> Option<f32> {
+        let slot = *self.slots.get(key)?;
+        let dl = self.locate(slot).and_then(|(seg, doc)| seg.doc_len(doc))?;
+        let mut total = 0.0f32;
+        for t in &query.terms {
+            if let Some(tf) = self.tf(query, t, slot) {
+                total += t.scorer.score(tf, dl);
+            }
+        }
+        Some(total)
+    }
+
+    /// Why `key` scores what it does for `query`: each matching term's contribution and the
+    /// inputs of the formula; `None` if there is no such document.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into(), "y".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["y".into()]));
+    /// let e = index.explain("a", &["x", "y", "z"]).unwrap();
+    /// assert_eq!(e.terms.len(), 2);
+    /// let sum: f32 = e.terms.iter().map(|t| t.score).sum();
+    /// assert!((sum - e.score).abs() < 1e-6);
+    /// assert_eq!(Some(e.score), index.score("a", &["x", "y", "z"]));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn explain<S: AsRef<str>>(&self, key: &str, query: &[S]) -> Option<Explanation> {
+        self.explain_prepared(key, &self.corpus().prepare(query))
+    }
+
+    /// [`explain`](Self::explain) for a weighted query (see
+    /// [`search_weighted`](Self::search_weighted)); each term reports its total weight.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// let e = index.explain_weighted("a", &[("x", 0.25), ("x", 0.5)]).unwrap();
+    /// assert_eq!((e.terms[0].query_count, e.terms[0].query_weight), (2, 0.75));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn explain_weighted<S: AsRef<str>>(
+        &self,
+        key: &str,
+        query: &[(S, f32)],
+    ) -> Option<Explanation> {
+        let corpus = self.corpus();
+        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
+        self.explain_prepared(key, &query)
+    }
+
+    fn explain_prepared(&self, key: &str, query: &Prepared<'_>) -> Option<Explanation> {
+        let (key, &slot) = self.slots.get_key_value(key)?;
+        let dl = self.locate(slot).and_then(|(seg, doc)| seg.doc_len(doc))?;
+        let mut score = 0.0f32;
+        let mut explained = Vec::new();
+        for t in &query.terms {
+            if let Some(tf) = self.tf(query, t, slot) {
+                let term = t.scorer.explain(t.term, tf, dl);
+                score += term.score;
+                explained.push(term);
+            }
+        }
+        Some(Explanation {
+            key: Arc::clone(key),
+            score,
+            terms: explained,
+            params: self.config.params,
+        })
+    }
+
+    /// Merges every segment into one and renumbers the slots densely (otherwise merges happen
+    /// as writes complete runs of segments). Results do not change; later queries may run
+    /// faster. O(total postings).
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// let before = index.search(&["x"], 1);
+    /// index.compact();
+    /// assert_eq!(index.search(&["x"], 1), before);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn compact(&mut self) {
+        let clean = self.segments.len() <= 1
+            && self.dead.is_empty()
+            && self.next_slot as usize == self.slots.len();
+        if !clean {
+            self.renumber();
+        }
+    }
+
+    /// Merges all segments into one (which drops every removed document, since every removal
+    /// record meets its document) and gives the live documents slots `0..len`.
+    fn renumber(&mut self) {
+        let merged = merge(&self.segments, &self.dead);
+        let mut slot_of = vec![u32::MAX; self.next_slot as usize];
+        for (new, &old) in merged.slots.iter().enumerate() {
+            if let Some(s) = slot_of.get_mut(old as usize) {
+                *s = u32::try_from(new).unwrap_or(u32::MAX);
+            }
+        }
+        let segment = merged.renumbered(&slot_of);
+        self.next_slot = segment.hi;
+        self.slots = segment
+            .keys
+            .iter()
+            .zip(&segment.slots)
+            .map(|(key, &slot)| (Arc::clone(key), slot))
+            .collect();
+        self.dead = Tombstones::default();
+        self.segments = Arc::new(if segment.records() == 0 {
+            Vec::new()
+        } else {
+            vec![Arc::new(segment)]
+        });
+    }
+
+    fn corpus(&self) -> Corpus<'_> {
+        let stats = self.stats();
+        Corpus {
+            params: self.config.params,
+            segments: &self.segments,
+            n_docs: stats.n_docs,
+            avgdl: stats.avgdl,
+        }
+    }
+
+    /// The segment holding the document at `slot`, and its index there.
+    fn locate(&self, slot: u32) -> Option<(&Segment, usize)> {
+        let at = self.segments.partition_point(|s| s.hi <= slot);
+        let seg = self.segments.get(at)?;
+        Some((seg, seg.doc(slot)?))
+    }
+
+    /// The frequency of query term `t` in the document at `slot`, if it contains it.
+    fn tf(&self, query: &Prepared<'_>, t: &QueryTerm<'_>, slot: u32) -> Option<f32> {
+        let at = self.segments.partition_point(|s| s.hi <= slot);
+        let &(_, id) = query.found(t).iter().find(|&&(seg, _)| seg == at)?;
+        self.segments.get(at)?.tf(id, slot)
+    }
+}
+
+#[cfg(test)]
+#[path = "index_tests.rs"]
+mod tests;

@@ -1,0 +1,412 @@
+//! Unit tests of [`Bm25Index`]; the model-based property test is `tests/bm25_model.rs`.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::bm25::{Bm25Params, Tokenizer};
+
+fn doc(text: &str) -> Document {
+    Document::new().with_field("body", text.split_whitespace().map(str::to_owned).collect())
+}
+
+fn index() -> Bm25Index {
+    Bm25Index::new(IndexConfig::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn keys(hits: &[Hit]) -> Vec<&str> {
+    hits.iter().map(|h| &*h.key).collect()
+}
+
+/// The same small corpus, with every merge threshold worth testing.
+fn corpora() -> Vec<Bm25Index> {
+    [None, Some(2), Some(4)]
+        .into_iter()
+        .map(|factor| {
+            let mut index = index();
+            if let Some(f) = factor {
+                index = index.with_merge_factor(f);
+            }
+            index.insert("weather", &doc("get weather forecast for a city weather"));
+            index.insert("file", &doc("read a file from disk"));
+            index.insert("mail", &doc("send an email message"));
+            index.insert("calendar", &doc("list calendar events for a day"));
+            index
+        })
+        .collect()
+}
+
+#[test]
+fn index_is_send_sync_and_clone() {
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+    assert_send_sync::<Bm25Index>();
+}
+
+#[test]
+fn stats_follow_upserts_and_removals() {
+    for mut index in corpora() {
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.stats().total_len, 7.0 + 5.0 + 4.0 + 6.0);
+        assert_eq!(index.doc_freq("a"), 3);
+        assert_eq!(index.doc_freq("for"), 2);
+        assert_eq!(index.doc_freq("weather"), 1);
+
+        index.insert("file", &doc("write a file to disk now"));
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.stats().total_len, 7.0 + 6.0 + 4.0 + 6.0);
+        assert_eq!(index.doc_freq("read"), 0);
+        assert_eq!(index.doc_freq("write"), 1);
+        assert_eq!(index.doc_len("file"), Some(6.0));
+
+        assert!(index.remove("weather"));
+        assert!(!index.remove("weather"));
+        assert_eq!(index.doc_freq("for"), 1);
+        assert_eq!(index.stats().n_docs, 3);
+        assert_eq!(index.stats().avgdl, 16.0 / 3.0);
+        assert!(index.search(&["forecast"], 10).is_empty());
+
+        for key in index.keys() {
+            assert!(index.remove(&key));
+        }
+        assert_eq!(
+            index.stats(),
+            CorpusStats {
+                n_docs: 0,
+                total_len: 0.0,
+                avgdl: 0.0
+            }
+        );
+        assert_eq!(index.doc_freq("a"), 0);
+        assert!(index.search(&["a"], 10).is_empty());
+    }
+}
+
+#[test]
+fn ties_are_ordered_by_key() {
+    for factor in [None, Some(2)] {
+        let mut index = index();
+        if let Some(f) = factor {
+            index = index.with_merge_factor(f);
+        }
+        for key in ["d", "b", "a", "c"] {
+            index.insert(key, &doc("same words here"));
+        }
+        index.insert("e", &doc("other words"));
+        let hits = index.search(&["same"], 10);
+        assert_eq!(keys(&hits), ["a", "b", "c", "d"]);
+        assert!(hits.windows(2).all(|w| w[0].score == w[1].score));
+        assert_eq!(keys(&index.search(&["same"], 2)), ["a", "b"]);
+    }
+}
+
+#[test]
+fn results_are_sorted_by_score() {
+    for index in corpora() {
+        let hits = index.search(&["weather", "a", "file"], 10);
+        assert_eq!(keys(&hits)[0], "weather");
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        assert!(hits.iter().all(|h| h.score > 0.0));
+        assert!(!keys(&hits).contains(&"mail"), "only matching documents");
+    }
+}
+
+#[test]
+fn empty_results() {
+    for index in corpora() {
+        assert!(index.search(&["weather"], 0).is_empty());
+        assert!(index.search::<&str>(&[], 10).is_empty());
+        assert!(index.search(&["nonexistent", "unknown"], 10).is_empty());
+        assert!(index.search(&[""], 10).is_empty());
+    }
+    assert!(index().search(&["x"], 10).is_empty());
+}
+
+#[test]
+fn repeated_query_terms_multiply() {
+    for index in corpora() {
+        let once = index.score("file", &["disk"]).unwrap_or_default();
+        let twice = index.score("file", &["disk", "disk"]).unwrap_or_default();
+        assert!(once > 0.0);
+        assert!((twice - 2.0 * once).abs() <= 1e-6 * twice);
+    }
+}
+
+#[test]
+fn score_equals_search_exactly_and_explain_sums_to_it() {
+    for index in corpora() {
+        let query = ["weather", "a", "for", "disk", "events", "weather", "zzz"];
+        let hits = index.search(&query, 10);
+        assert_eq!(hits.len(), 3);
+        for hit in &hits {
+            assert_eq!(index.score(&hit.key, &query), Some(hit.score));
+            let e = index.explain(&hit.key, &query).unwrap_or_else(|| panic!());
+            assert_eq!(e.key, hit.key);
+            assert_eq!(e.score, hit.score);
+            let sum: f32 = e.terms.iter().map(|t| t.score).sum();
+            assert!((sum - e.score).abs() <= 1e-6 * e.score);
+            for t in &e.terms {
+                assert_eq!(t.n_docs, 4);
+                assert_eq!(t.doc_freq, index.doc_freq(&t.term));
+                assert_eq!(t.avgdl, index.stats().avgdl);
+            }
+        }
+        let weather = index.explain("weather", &query).unwrap_or_else(|| panic!());
+        let t = &weather.terms.iter().find(|t| t.term == "weather");
+        assert_eq!(t.map(|t| (t.query_count, t.tf)), Some((2, 2.0)));
+        assert_eq!(index.score("mail", &query), Some(0.0));
+        assert_eq!(index.score("nobody", &query), None);
+        assert!(index.explain("nobody", &query).is_none());
+        assert!(
+            index
+                .explain("mail", &query)
+                .is_some_and(|e| e.terms.is_empty())
+        );
+    }
+}
+
+#[test]
+fn score_matches_the_formula_by_hand() {
+    let mut index = index();
+    index.insert("a", &doc("x y"));
+    index.insert("b", &doc("y y y z"));
+    // "y" in b: N = 2, n = 2, tf = 3, dl = 4, avgdl = 3.
+    // idf = ln(1 + 0.5 / 2.5) = ln 1.2 = 0.1823215567939546
+    // tf part = 3 · 2.2 / (3 + 1.2 · (0.25 + 0.75 · 4 / 3)) = 6.6 / 4.5 = 1.4666666666666666
+    // score = 0.26740495063113...
+    let s = index.score("b", &["y"]).unwrap_or_default();
+    assert!((s - 0.267_404_95).abs() < 1e-6, "{s}");
+}
+
+#[test]
+fn a_hundred_kilobyte_query_returns_promptly() {
+    let tokenizer = Tokenizer::default();
+    let mut index = index();
+    for i in 0..2_000 {
+        let text = format!("tool{i} does thing{} with item{} and more", i % 37, i % 101);
+        index.insert(
+            &format!("k{i}"),
+            &Document::new().with_field("d", tokenizer.tokenize(&text)),
+        );
+    }
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 100_000 {
+        text.push_str(&format!("thing{} item{} unknown{i} more ", i % 50, i % 120));
+        i += 1;
+    }
+    let query = tokenizer.tokenize(&text);
+    assert!(query.len() > 10_000, "{}", query.len());
+    let started = Instant::now();
+    let hits = index.search(&query, 10);
+    let score = index.score("k5", &query);
+    let took = started.elapsed();
+    assert_eq!(hits.len(), 10);
+    assert!(score.is_some_and(|s| s > 0.0));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn never_nan_with_empty_documents_and_zero_weights() {
+    let mut config = IndexConfig::default();
+    config.field_weights.insert("zero".into(), 0.0);
+    config.field_weights.insert("huge".into(), f32::MAX);
+    for params in [
+        Bm25Params::default(),
+        Bm25Params { k1: 0.0, b: 1.0 },
+        Bm25Params { k1: 0.0, b: 0.0 },
+        Bm25Params { k1: 1e30, b: 1.0 },
+    ] {
+        config.params = params;
+        let mut index = Bm25Index::new(config.clone()).unwrap_or_else(|e| panic!("{e}"));
+        index.insert("empty", &Document::new());
+        index.insert("empty_field", &Document::new().with_field("body", vec![]));
+        index.insert(
+            "zero",
+            &doc("").with_field("zero", vec!["x".into(), "y".into()]),
+        );
+        let query = ["x", "y", "z"];
+        assert!(index.search(&query, 10).is_empty(), "{params:?}");
+        assert_eq!(index.stats().avgdl, 0.0);
+        assert_eq!(index.doc_freq("x"), 0, "a zero-weight field is not indexed");
+        assert_eq!(index.score("zero", &query), Some(0.0));
+
+        index.insert("x", &doc("x"));
+        index.insert(
+            "huge",
+            &Document::new().with_field("huge", vec!["x".into(), "x".into()]),
+        );
+        let hits = index.search(&query, 10);
+        assert!(
+            hits.iter().all(|h| !h.score.is_nan() && h.score > 0.0),
+            "{params:?} {hits:?}"
+        );
+        for key in index.keys() {
+            let s = index.score(&key, &query).unwrap_or(f32::NAN);
+            assert!(!s.is_nan(), "{params:?} {key}");
+        }
+        assert!(!index.stats().avgdl.is_nan());
+    }
+}
+
+#[test]
+fn compaction_preserves_results() {
+    for mut index in corpora() {
+        index.insert("mail", &doc("send an email message to a friend"));
+        index.remove("calendar");
+        let queries: [&[&str]; 4] = [&["a"], &["weather", "for"], &["email", "disk"], &["zzz"]];
+        let before: Vec<Vec<Hit>> = queries.iter().map(|q| index.search(q, 10)).collect();
+        let stats = index.stats();
+        index.compact();
+        let after: Vec<Vec<Hit>> = queries.iter().map(|q| index.search(q, 10)).collect();
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!(keys(b), keys(a));
+            for (b, a) in b.iter().zip(a) {
+                assert!((b.score - a.score).abs() <= 1e-6 * b.score);
+            }
+        }
+        assert_eq!(index.stats().n_docs, stats.n_docs);
+        assert!((index.stats().total_len - stats.total_len).abs() < 1e-9);
+        index.compact();
+        assert_eq!(index.len(), 3);
+    }
+}
+
+#[test]
+fn clones_are_independent() {
+    for original in corpora() {
+        let query = ["weather", "file", "a", "new"];
+        let hits = original.search(&query, 10);
+        let stats = original.stats();
+
+        let mut clone = original.clone();
+        clone.remove("weather");
+        clone.insert("file", &doc("new new new file"));
+        clone.insert("extra", &doc("a new tool"));
+        clone.compact();
+        clone.insert("more", &doc("weather again"));
+
+        assert_eq!(original.search(&query, 10), hits);
+        assert_eq!(original.stats(), stats);
+        assert_eq!(original.doc_freq("new"), 0);
+        assert!(original.contains("weather") && !original.contains("extra"));
+        assert_ne!(clone.search(&query, 10), hits);
+        assert_eq!(clone.doc_freq("new"), 2);
+    }
+}
+
+#[test]
+fn filtered_search_and_reentrant_filters() {
+    for index in corpora() {
+        let all = index.search(&["a"], 10);
+        assert_eq!(all.len(), 3);
+        let kept = index.search_filtered(&["a"], 10, |key| key != &*all[0].key);
+        assert_eq!(kept, all[1..]);
+        // A filter that itself searches must neither panic nor disturb the outer query.
+        let nested = index.search_filtered(&["a"], 10, |key| {
+            !index.search(&["weather"], 1).is_empty() && !key.is_empty()
+        });
+        assert_eq!(nested, all);
+        assert!(index.search_filtered(&["a"], 10, |_| false).is_empty());
+    }
+}
+
+#[test]
+fn default_policy_merges_and_stays_exact() {
+    let mut index = index();
+    for i in 0..1_000 {
+        index.insert(
+            &format!("k{i:04}"),
+            &doc(&format!("w{} w{} common", i % 7, i % 13)),
+        );
+        if i % 3 == 0 {
+            index.remove(&format!("k{:04}", i / 2));
+        }
+    }
+    assert!(index.segments.len() < 20, "merges happened: {index:?}");
+    let live = index.len() as u64;
+    assert_eq!(index.doc_freq("common"), live);
+    let expected_w3 = index
+        .keys()
+        .iter()
+        .filter(|k| {
+            k[1..]
+                .parse::<usize>()
+                .is_ok_and(|i| i % 7 == 3 || i % 13 == 3)
+        })
+        .count() as u64;
+    assert_eq!(index.doc_freq("w3"), expected_w3);
+    assert_eq!(index.stats().total_len, 3.0 * live as f64);
+}
+
+#[test]
+fn churn_renumbers_slots_and_stays_exact() {
+    let mut index = index();
+    let mut fresh = Bm25Index::new(IndexConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    for round in 0..40 {
+        for key in 0..20 {
+            let text = format!("w{} w{} shared", (key + round) % 9, key % 5);
+            index.insert(&format!("k{key:02}"), &doc(&text));
+            if round == 39 {
+                fresh.insert(&format!("k{key:02}"), &doc(&text));
+            }
+        }
+        index.remove("k03");
+    }
+    // 800 writes on 19 live documents: slots were renumbered on the way.
+    assert!((index.next_slot as usize) <= 2 * index.len() + SLOT_SLACK);
+    fresh.remove("k03");
+    assert_eq!(index.keys(), fresh.keys());
+    assert_eq!(index.stats(), fresh.stats());
+    for term in ["w0", "w4", "shared", "nothing"] {
+        assert_eq!(index.doc_freq(term), fresh.doc_freq(term), "{term}");
+    }
+    let query = ["w1", "w2", "shared"];
+    let (got, want) = (index.search(&query, 5), fresh.search(&query, 5));
+    assert_eq!(keys(&got), keys(&want));
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g.score - w.score).abs() <= 1e-6 * w.score);
+    }
+}
+
+#[test]
+fn weighted_queries_scale_each_term() {
+    for index in corpora() {
+        let plain = index.search(&["disk", "events", "events"], 10);
+        let weighted = index.search_weighted(&[("disk", 1.0), ("events", 2.0)], 10, |_| true);
+        assert_eq!(
+            plain, weighted,
+            "weights of 1 per occurrence are the plain query"
+        );
+        for hit in &weighted {
+            let weights = [("disk", 1.0), ("events", 2.0)];
+            assert_eq!(index.score_weighted(&hit.key, &weights), Some(hit.score));
+            let e = index.explain_weighted(&hit.key, &weights);
+            assert_eq!(e.map(|e| e.score), Some(hit.score));
+        }
+        // Zero, negative and NaN weights leave a term out; the rest still scores.
+        let odd = [
+            ("disk", 0.0),
+            ("events", -1.0),
+            ("email", f32::NAN),
+            ("a", 0.5),
+        ];
+        let hits = index.search_weighted(&odd, 10, |_| true);
+        assert_eq!(keys(&hits), keys(&index.search(&["a"], 10)));
+        let half = index.score("file", &["a"]).unwrap_or_default() / 2.0;
+        assert!(
+            (hits
+                .iter()
+                .find(|h| &*h.key == "file")
+                .map_or(0.0, |h| h.score)
+                - half)
+                .abs()
+                < 1e-6
+        );
+        assert!(
+            index
+                .search_weighted(&[("a", 0.0)], 10, |_| true)
+                .is_empty()
+        );
+        let huge = index.search_weighted(&[("a", f32::INFINITY)], 10, |_| true);
+        assert!(huge.iter().all(|h| !h.score.is_nan() && h.score > 0.0));
+    }
+}

@@ -1,0 +1,174 @@
+//! A light English suffix stemmer, used when
+//! [`TokenizerConfig::stemming`](crate::bm25::TokenizerConfig::stemming) is on.
+//!
+//! Light on purpose: BM25 over short tool descriptions mainly needs plural/singular and verb
+//! forms of one word to meet (`files`/`file`, `creating`/`created`/`create`), and a full Porter
+//! stemmer is both more code and more over-stemming. The rules, in the spirit of Harman's
+//! S-stemmer plus Porter's step 1b, apply in order to words made only of ASCII lower-case letters
+//! (anything else, such as numbers or non-Latin text, is returned unchanged):
+//!
+//! 1. Plurals: `-ies` → `-y` (words of 5+ letters: `queries` → `query`); `-sses` → `-ss`;
+//!    otherwise a final `-s` is dropped from words of 4+ letters unless they end in `-ss`, `-us`
+//!    or `-is` (`tools` → `tool`, but `class`, `status`, `analysis` stay; so do `apis` and `uris`,
+//!    which a light stemmer cannot tell from `basis`).
+//! 2. Verb forms: `-ied` → `-y` (5+ letters: `copied` → `copy`); otherwise `-ing` or `-ed` is
+//!    dropped when at least two letters including a vowel (`aeiouy`) remain; a doubled final
+//!    consonant other than `l`, `s`, `z` is then undoubled if 4+ letters remain
+//!    (`running` → `run`, but `adding` → `add`).
+//! 3. A final `-e` is dropped from words of 3+ letters, so that the stem of `create` meets those of
+//!    `created` and `creating` (`creat`).
+//!
+//! Every rule leaves at least two letters, so no token becomes empty. Stems need not be words;
+//! documents and queries go through the same rules, which is all BM25 needs.
+
+/// The light stem of `word` (see the module docs for the rules).
+///
+/// ```
+/// use capstore::bm25::stem::stem;
+///
+/// assert_eq!(stem("files"), "fil");
+/// assert_eq!(stem("file"), "fil");
+/// assert_eq!(stem("queries"), "query");
+/// assert_eq!(stem("running"), "run");
+/// assert_eq!(stem("status"), "status");
+/// assert_eq!(stem("2024"), "2024");
+/// ```
+pub fn stem(word: &str) -> String {
+    let mut out = word.to_owned();
+    stem_in_place(&mut out);
+    out
+}
+
+/// [`stem`], rewriting `word` in place (the tokenizer's path: no new allocation).
+pub(crate) fn stem_in_place(word: &mut String) {
+    if !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return;
+    }
+    strip_plural(word);
+    strip_verb_form(word);
+    if word.len() >= 3 && word.ends_with('e') {
+        word.pop();
+    }
+}
+
+fn strip_plural(word: &mut String) {
+    if word.len() >= 5 && word.ends_with("ies") {
+        replace_suffix(word, 3, "y");
+    } else if word.ends_with("sses") {
+        word.truncate(word.len() - 2);
+    } else if word.len() >= 4
+        && word.ends_with('s')
+        && !word.ends_with("ss")
+        && !word.ends_with("us")
+        && !word.ends_with("is")
+    {
+        word.pop();
+    }
+}
+
+fn strip_verb_form(word: &mut String) {
+    if word.len() >= 5 && word.ends_with("ied") {
+        replace_suffix(word, 3, "y");
+        return;
+    }
+    let suffix = if word.ends_with("ing") {
+        3
+    } else if word.ends_with("ed") {
+        2
+    } else {
+        return;
+    };
+    let stem_len = word.len() - suffix;
+    if stem_len >= 2 && word[..stem_len].bytes().any(is_vowel) {
+        word.truncate(stem_len);
+        undouble(word);
+    }
+}
+
+/// `runn` → `run`, `stopp` → `stop`; `l`, `s` and `z` stay doubled (`call`, `pass`, `buzz`), as do
+/// three-letter stems (`add`).
+fn undouble(word: &mut String) {
+    let bytes = word.as_bytes();
+    let n = bytes.len();
+    if n >= 4
+        && bytes[n - 1] == bytes[n - 2]
+        && !is_vowel(bytes[n - 1])
+        && !matches!(bytes[n - 1], b'l' | b's' | b'z')
+    {
+        word.pop();
+    }
+}
+
+fn replace_suffix(word: &mut String, cut: usize, with: &str) {
+    word.truncate(word.len() - cut);
+    word.push_str(with);
+}
+
+fn is_vowel(b: u8) -> bool {
+    matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stem;
+
+    fn same_stem(words: &[&str]) {
+        let first = stem(words[0]);
+        for w in words {
+            assert_eq!(stem(w), first, "{w} vs {}", words[0]);
+        }
+    }
+
+    #[test]
+    fn plurals() {
+        assert_eq!(stem("tools"), "tool");
+        assert_eq!(stem("queries"), "query");
+        assert_eq!(stem("addresses"), "address");
+        assert_eq!(stem("urls"), "url");
+        for kept in ["class", "status", "analysis", "gas", "bus"] {
+            assert_eq!(stem(kept), kept);
+        }
+    }
+
+    #[test]
+    fn verb_forms() {
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("stopped"), "stop");
+        assert_eq!(stem("adding"), "add");
+        assert_eq!(stem("calling"), "call");
+        assert_eq!(stem("copied"), "copy");
+        assert_eq!(stem("string"), "string", "no vowel left before -ing");
+        assert_eq!(stem("bed"), "bed", "too short");
+        assert_eq!(stem("red"), "red", "too short");
+    }
+
+    #[test]
+    fn word_families_meet() {
+        same_stem(&["create", "creates", "created", "creating"]);
+        same_stem(&["file", "files", "filed", "filing"]);
+        same_stem(&["delete", "deleted", "deleting", "deletes"]);
+        same_stem(&["use", "uses", "used", "using"]);
+        same_stem(&["search", "searches", "searched", "searching"]);
+        same_stem(&["add", "adds", "added", "adding"]);
+        same_stem(&["box", "boxes"]);
+        same_stem(&["query", "queries"]);
+    }
+
+    #[test]
+    fn never_empty_and_deterministic() {
+        for w in [
+            "", "a", "e", "s", "ed", "ing", "ies", "ied", "es", "ss", "sses", "eed", "ying", "bee",
+        ] {
+            let s = stem(w);
+            assert!(!s.is_empty() || w.is_empty(), "{w:?} -> {s:?}");
+            assert_eq!(s, stem(w));
+        }
+    }
+
+    #[test]
+    fn non_ascii_and_numbers_unchanged() {
+        for w in ["2024", "v2", "café", "数据", "Files"] {
+            assert_eq!(stem(w), w);
+        }
+    }
+}
