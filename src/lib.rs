@@ -24,14 +24,22 @@
 //! ```
 
 pub mod bm25;
+pub mod hooks;
+pub mod skills;
+pub mod store;
+mod tables;
+pub mod tools;
 
 
 
-
-
-
-
-
+pub use hooks::{Hook, HookEvent};
+pub use skills::Skill;
+pub use store::{
+    Change, ChangeKind, ChangeSet, CommitInfo, Snapshot, Store, StoreError, Subscription, WatchSet,
+    Watcher, WriteTxn,
+};
+pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS};
+pub use tools::Tool;
 
 /// The README's examples, compiled and run as doctests so that they cannot rot.
 #[cfg(doctest)]

@@ -1,0 +1,143 @@
+//! One table's state inside a snapshot: the primary map, one map per secondary index and the
+//! optional BM25 index, all persistent so that cloning a table is O(1) and shares structure.
+
+use std::sync::Arc;
+
+use imbl::{OrdMap, OrdSet};
+
+use crate::bm25::Bm25Index;
+
+use super::error::StoreError;
+use super::schema::{Row, TableDef};
+
+/// Secondary index: indexed value → primary keys of the records that carry it.
+pub(crate) type IndexMap = OrdMap<Arc<str>, OrdSet<Arc<str>>>;
+
+#[derive(Clone)]
+pub(crate) struct TableState {
+    pub rows: OrdMap<Arc<str>, Row>,
+    pub indexes: Vec<IndexMap>,
+    pub text: Option<Bm25Index>,
+}
+
+/// A record ready to be written: its key and index keys computed, every check passed.
+pub(crate) struct Prepared {
+    pub key: Arc<str>,
+    pub row: Row,
+    pub index_keys: Vec<Vec<Arc<str>>>,
+}
+
+impl TableState {
+    pub fn new(def: &TableDef) -> Result<Self, StoreError> {
+        let text =
+            match &def.text {
+                // The config was validated when the table was declared, so this cannot fail; the
+                // error is still mapped rather than unwrapped.
+                Some(text) => Some(Bm25Index::new(text.config.clone()).map_err(|_| {
+                    StoreError::NoTextIndex {
+                        table: def.name.clone(),
+                    }
+                })?),
+                None => None,
+            };
+        Ok(TableState {
+            rows: OrdMap::new(),
+            indexes: vec![OrdMap::new(); def.indexes.len()],
+            text,
+        })
+    }
+
+    /// Computes the key and index keys of `row`, runs the validator and the unique checks.
+    /// Reads only: a refusal leaves the table untouched.
+    pub fn prepare(&self, def: &TableDef, row: Row) -> Result<Prepared, StoreError> {
+        let key: Arc<str> = Arc::from((def.primary)(&*row));
+        // The validator runs first: it says which field is wrong, where an empty key alone
+        // could not.
+        if let Some(validate) = &def.validator {
+            validate(&*row).map_err(|error| StoreError::InvalidRecord {
+                table: def.name.clone(),
+                key: key.clone(),
+                error,
+            })?;
+        }
+        if key.is_empty() {
+            return Err(StoreError::EmptyKey {
+                table: def.name.clone(),
+            });
+        }
+        let index_keys: Vec<Vec<Arc<str>>> = def.indexes.iter().map(|i| i.keys_of(&row)).collect();
+        for ((index, map), values) in def.indexes.iter().zip(&self.indexes).zip(&index_keys) {
+            if !index.unique {
+                continue;
+            }
+            for value in values {
+                let holder = map
+                    .get(value)
+                    .and_then(|keys| keys.iter().find(|k| **k != key));
+                if let Some(existing) = holder {
+                    return Err(StoreError::UniqueViolation {
+                        table: def.name.clone(),
+                        index: index.name.clone(),
+                        value: value.clone(),
+                        existing_key: existing.clone(),
+                    });
+                }
+            }
+        }
+        Ok(Prepared {
+            key,
+            row,
+            index_keys,
+        })
+    }
+
+    /// Writes a prepared record, replacing any record under the same key; returns the old one.
+    pub fn put(&mut self, def: &TableDef, prepared: Prepared) -> Option<Row> {
+        let Prepared {
+            key,
+            row,
+            index_keys,
+        } = prepared;
+        let old = self.rows.insert(key.clone(), row.clone());
+        if let Some(old) = &old {
+            self.unindex(def, &key, old);
+        }
+        for (map, values) in self.indexes.iter_mut().zip(index_keys) {
+            for value in values {
+                map.entry(value).or_default().insert(key.clone());
+            }
+        }
+        if let (Some(text), Some(text_def)) = (&mut self.text, &def.text) {
+            let doc = (text_def.document)(&*row, &text_def.tokenizer);
+            text.insert(&key, &doc);
+        }
+        old
+    }
+
+    /// Removes the record under `key`; returns it, or `None` when there was none.
+    pub fn remove(&mut self, def: &TableDef, key: &str) -> Option<Row> {
+        let (stored_key, old) = self.rows.remove_with_key(key)?;
+        self.unindex(def, &stored_key, &old);
+        if let Some(text) = &mut self.text {
+            text.remove(&stored_key);
+        }
+        Some(old)
+    }
+
+    fn unindex(&mut self, def: &TableDef, key: &Arc<str>, row: &Row) {
+        for (index, map) in def.indexes.iter().zip(self.indexes.iter_mut()) {
+            for value in index.keys_of(row) {
+                let now_empty = match map.get_mut(&value) {
+                    Some(keys) => {
+                        keys.remove(key);
+                        keys.is_empty()
+                    }
+                    None => false,
+                };
+                if now_empty {
+                    map.remove(&value);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The built-in tables, `tools`, `skills`, `hooks`, `handlers` and `hook_handlers`, and the
+//! stores that have them.
+
+use crate::exec::{self, HookHandler, ToolHandler};
+use crate::hooks::{self, Hook};
+use crate::skills::{self, Skill};
+use crate::store::{BUILTIN_SCHEMA, SchemaError, Store, StoreBuilder, Table};
+use crate::tools::{self, Tool};
+
+/// The built-in `tools` table (see [`Tool`]): key = qualified name; indexes `name`, `source`,
+/// `tags`, `skill`; BM25 text index.
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "b")))?;
+/// assert_eq!(store.snapshot().count(&TOOLS)?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS: Table<Tool> = Table::new(0, BUILTIN_SCHEMA);
+
+/// The built-in `skills` table (see [`Skill`]): key = name; indexes `category`, `tags`, `tool`,
+/// `dependency`; BM25 text index.
+///
+/// ```
+/// use capstore::{Skill, Store, SKILLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Work with files").with_category("fs")))?;
+/// assert_eq!(store.snapshot().count_by_index(&SKILLS, "category", "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS: Table<Skill> = Table::new(1, BUILTIN_SCHEMA);
+
+/// The built-in `hooks` table (see [`Hook`]): key = id; indexes `event`, `matcher`.
+///
+/// ```
+/// use capstore::{Hook, HookEvent, Store, HOOKS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PostToolUse, "*")))?;
+/// assert_eq!(store.snapshot().count_by_index(&HOOKS, "event", "post-tool-use")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS: Table<Hook> = Table::new(2, BUILTIN_SCHEMA);
+
+/// The built-in `handlers` table (see [`ToolHandler`]): key = the tool's qualified name; no
+/// indexes. Fill it with [`register_tool`](crate::exec::register_tool).
+///
+/// ```
+/// use capstore::{Store, Tool, HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| capstore::exec::register_tool(tx, Tool::new("a", "b"), |v| async move { Ok(v) }))?;
+/// assert!(store.snapshot().contains(&HANDLERS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HANDLERS: Table<ToolHandler> = Table::new(3, BUILTIN_SCHEMA);
+
+/// The built-in `hook_handlers` table (see [`HookHandler`]): key = the hook's id; no indexes.
+/// Fill it with [`register_hook`](crate::exec::register_hook).
+///
+/// ```
+/// use capstore::{Hook, HookEvent, HookOutcome, Store, HOOK_HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| capstore::exec::register_hook(tx, Hook::new("a", HookEvent::PreToolUse, "*"),
+///     |_| async { Ok(HookOutcome::Continue) }))?;
+/// assert!(store.snapshot().contains(&HOOK_HANDLERS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
+
+/// How many built-in tables come first in every store made by [`Store::new`] or
+/// [`Store::builder`].
+pub(crate) const BUILTIN_TABLES: usize = 5;
+
+fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
+    // The order fixes the positions that TOOLS, SKILLS, HOOKS, HANDLERS and HOOK_HANDLERS name.
+    builder.table(tools::schema())?;
+    builder.table(skills::schema())?;
+    builder.table(hooks::schema())?;
+    builder.table(exec::handler_schema())?;
+    builder.table(exec::hook_handler_schema())?;
+    Ok(())
+}
+
+impl Store {
+    /// An empty store with the built-in `tools`, `skills`, `hooks`, `handlers` and
+    /// `hook_handlers` tables.
+    ///
+    /// ```
+    /// let store = capstore::Store::new();
+    /// assert_eq!(store.version(), 0);
+    /// ```
+    pub fn new() -> Store {
+        Store::builder().build()
+    }
+
+    /// A builder that starts with the built-in tables, to which you may add your own.
+    ///
+    /// ```
+    /// use capstore::store::TableSchema;
+    /// let mut builder = capstore::Store::builder();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &String| n.clone()))?;
+    /// let store = builder.build();
+    /// store.write(|tx| tx.insert(&notes, "hello".to_string()))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder() -> StoreBuilder {
+        // The built-in declarations are constants, checked by the tests below; were one ever to
+        // fail, a bare builder is returned and every built-in handle reports TableMismatch,
+        // rather than the library panicking.
+        StoreBuilder::with_builtins(declare_builtins).unwrap_or_default()
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_schema_is_valid_and_in_order() {
+        let builder = StoreBuilder::with_builtins(declare_builtins).expect("valid built-ins");
+        let snap = builder.build().snapshot();
+        assert_eq!(
+            snap.table_names().collect::<Vec<_>>(),
+            ["tools", "skills", "hooks", "handlers", "hook_handlers"]
+        );
+        assert_eq!(snap.table_name(&TOOLS).expect("tools"), "tools");
+        assert_eq!(snap.table_name(&SKILLS).expect("skills"), "skills");
+        assert_eq!(snap.table_name(&HOOKS).expect("hooks"), "hooks");
+        assert_eq!(snap.table_name(&HANDLERS).expect("handlers"), "handlers");
+        assert_eq!(
+            snap.table_name(&HOOK_HANDLERS).expect("hook_handlers"),
+            "hook_handlers"
+        );
+    }
+
+    #[test]
+    fn builtin_handles_do_not_fit_a_bare_store() {
+        let bare = StoreBuilder::new().build();
+        assert!(bare.snapshot().count(&TOOLS).is_err());
+    }
+}

@@ -1,0 +1,49 @@
+//! The `tools` table: what a tool is, how it is named, and which of its text is searched.
+//!
+//! A [`Tool`] is a plain, serde-serializable record (JSON in and out, in the shape of an MCP
+//! `tools/list` entry, with `inputSchema` accepted for `input_schema`). Its primary key is its
+//! [qualified name](Tool::qualified_name), `source/name`. Naming rules and the export policy for
+//! provider-safe names are described at [`check_name`] and [`export_names`].
+//!
+//! # Naming policy
+//! - **Stored names** are accepted as users and MCP servers write them, within limits that keep
+//!   keys unambiguous and printable ([`check_name`]): not empty, at most [`MAX_NAME_LEN`] bytes,
+//!   no control characters, no `/` (it separates source and name in a qualified key), no
+//!   leading or trailing white space. `getPM2.5Level` or `PDF&URLTool` are stored as they are.
+//! - **Qualified names** (the tools table's primary key) are `source/name`, or just `name` for a
+//!   tool without a source, so two MCP servers may both offer `search`.
+//! - **Export names** must match the providers' rule `^[a-zA-Z0-9_-]{1,64}$`. [`export_names`]
+//!   maps every tool of a set to a distinct export name, deterministically (the result does not
+//!   depend on the order the tools come in):
+//!   1. the name with every other character replaced by `_` ([`sanitize`]);
+//!   2. where two tools of the set would share that, each takes `source__name`, sanitized;
+//!   3. where they still clash, or a name is over 64 characters, a `_` and 8 hex digits of a hash
+//!      of the qualified name replace the tail.
+
+mod names;
+mod record;
+mod text;
+
+pub use names::{
+    MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, check_name, export_names, is_provider_safe,
+    name_counts, sanitize,
+};
+pub use record::{Tool, check_label};
+pub use text::{tool_text, walk_schema};
+
+use crate::store::{IndexSchema, TableSchema, TextSchema};
+
+/// The declaration of the built-in `tools` table.
+///
+/// Primary key: the qualified name. Indexes: `name`, `source`, `tags` (multi), `skill` (multi:
+/// the skills that bundle the tool). Text index fields: `name`, `description`, `tags`,
+/// `params` (parameter names), `param_docs` (parameter descriptions), `skills`.
+pub(crate) fn schema() -> TableSchema<Tool> {
+    TableSchema::new("tools", |t: &Tool| t.qualified_name())
+        .index(IndexSchema::single("name", |t: &Tool| Some(t.name.clone())))
+        .index(IndexSchema::single("source", |t: &Tool| t.source.clone()))
+        .index(IndexSchema::multi("tags", |t: &Tool| t.tags.clone()))
+        .index(IndexSchema::multi("skill", |t: &Tool| t.skills.clone()))
+        .validator(Tool::validate)
+        .text_index(TextSchema::new(tool_text))
+}

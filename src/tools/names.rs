@@ -1,0 +1,232 @@
+//! Tool names: what the store accepts, and how names become provider-safe on export (the
+//! policy is stated in the [`crate::tools`] docs).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::store::RecordError;
+
+/// The longest name (or source, in bytes) the store accepts.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// The longest name providers accept.
+pub const MAX_EXPORT_LEN: usize = 64;
+
+/// Checks a stored name (or source) against the store's naming rules.
+///
+/// ```
+/// use capstore::tools::check_name;
+/// assert!(check_name("name", "getPM2.5Level").is_ok());
+/// assert!(check_name("name", "").is_err());
+/// assert!(check_name("name", "a/b").is_err());
+/// ```
+pub fn check_name(field: &'static str, value: &str) -> Result<(), RecordError> {
+    let reason = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.len() > MAX_NAME_LEN {
+        Some("is longer than 256 bytes")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else if value.contains('/') {
+        Some("must not contain `/`, which separates source and name")
+    } else if value.trim() != value {
+        Some("must not start or end with white space")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(RecordError::InvalidName {
+            field,
+            value: value.chars().take(80).collect(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether providers accept `name` as it is (`^[a-zA-Z0-9_-]{1,64}$`).
+///
+/// ```
+/// use capstore::tools::is_provider_safe;
+/// assert!(is_provider_safe("get_weather"));
+/// assert!(!is_provider_safe("getPM2.5Level"));
+/// ```
+pub fn is_provider_safe(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_EXPORT_LEN && name.bytes().all(is_safe_byte)
+}
+
+fn is_safe_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Replaces every character providers reject with `_`; an empty result becomes `tool`. Does not
+/// shorten (see [`export_names`] for that).
+///
+/// ```
+/// use capstore::tools::sanitize;
+/// assert_eq!(sanitize("getPM2.5Level"), "getPM2_5Level");
+/// assert_eq!(sanitize("PDF&URLTool"), "PDF_URLTool");
+/// ```
+pub fn sanitize(name: &str) -> String {
+    let out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii() && is_safe_byte(c as u8) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        "tool".to_string()
+    } else {
+        out
+    }
+}
+
+/// A stable 32-bit FNV-1a hash, so export names do not change between runs or platforms.
+fn fnv1a(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+fn with_hash(base: &str, qualified: &str) -> String {
+    let suffix = format!("_{:08x}", fnv1a(qualified));
+    let keep = MAX_EXPORT_LEN - suffix.len();
+    let mut out: String = base.chars().take(keep).collect();
+    out.push_str(&suffix);
+    out
+}
+
+/// One tool's identity for naming: its qualified key, name and source.
+#[derive(Debug, Clone, Copy)]
+pub struct NameParts<'a> {
+    /// The qualified name (primary key).
+    pub qualified: &'a str,
+    /// The tool's own name.
+    pub name: &'a str,
+    /// The source, if any.
+    pub source: Option<&'a str>,
+}
+
+/// Maps each tool's qualified name to a distinct, provider-safe export name, by the naming
+/// policy in the [`crate::tools`] docs.
+///
+/// ```
+/// use capstore::tools::{export_names, NameParts};
+/// let tools = [
+///     NameParts { qualified: "github/search", name: "search", source: Some("github") },
+///     NameParts { qualified: "web/search", name: "search", source: Some("web") },
+///     NameParts { qualified: "getPM2.5Level", name: "getPM2.5Level", source: None },
+/// ];
+/// let names = export_names(tools);
+/// assert_eq!(names["github/search"], "github__search");
+/// assert_eq!(names["web/search"], "web__search");
+/// assert_eq!(names["getPM2.5Level"], "getPM2_5Level");
+/// ```
+pub fn export_names<'a>(
+    tools: impl IntoIterator<Item = NameParts<'a>>,
+) -> BTreeMap<String, String> {
+    let tools: Vec<NameParts<'a>> = tools.into_iter().collect();
+    let first: Vec<String> = tools.iter().map(|t| sanitize(t.name)).collect();
+    let first_counts = name_counts(first.iter().map(String::as_str));
+    let second: Vec<String> = tools
+        .iter()
+        .zip(&first)
+        .map(|(t, plain)| match t.source {
+            Some(source) if !source.is_empty() && first_counts[plain.as_str()] > 1 => {
+                sanitize(&format!("{source}__{}", t.name))
+            }
+            _ => plain.clone(),
+        })
+        .collect();
+    let second_counts = name_counts(second.iter().map(String::as_str));
+    tools
+        .iter()
+        .zip(&second)
+        .map(|(t, candidate)| {
+            let unique = second_counts[candidate.as_str()] == 1;
+            let name = if unique && candidate.len() <= MAX_EXPORT_LEN {
+                candidate.clone()
+            } else {
+                with_hash(candidate, t.qualified)
+            };
+            (t.qualified.to_string(), name)
+        })
+        .collect()
+}
+
+/// Counts how many times each name occurs, for callers that need clash statistics.
+///
+/// ```
+/// use capstore::tools::name_counts;
+/// let counts = name_counts(["a", "b", "a"]);
+/// assert_eq!(counts["a"], 2);
+/// ```
+pub fn name_counts<'a>(names: impl IntoIterator<Item = &'a str>) -> HashMap<&'a str, usize> {
+    let mut counts = HashMap::new();
+    for name in names {
+        *counts.entry(name).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_shortened_with_a_stable_hash() {
+        let long = "a".repeat(100);
+        let names = export_names([NameParts {
+            qualified: &long,
+            name: &long,
+            source: None,
+        }]);
+        let exported = &names[&long];
+        assert_eq!(exported.len(), 64);
+        assert!(is_provider_safe(exported));
+        assert!(exported.ends_with(&format!("_{:08x}", fnv1a(&long))));
+    }
+
+    #[test]
+    fn clashes_without_sources_are_told_apart_by_hash() {
+        let names = export_names([
+            NameParts {
+                qualified: "a.b",
+                name: "a.b",
+                source: None,
+            },
+            NameParts {
+                qualified: "a_b",
+                name: "a_b",
+                source: None,
+            },
+        ]);
+        assert_ne!(names["a.b"], names["a_b"]);
+        assert!(names.values().all(|n| is_provider_safe(n)));
+    }
+
+    #[test]
+    fn export_names_do_not_depend_on_order() {
+        let a = NameParts {
+            qualified: "x/s",
+            name: "s",
+            source: Some("x"),
+        };
+        let b = NameParts {
+            qualified: "y/s",
+            name: "s",
+            source: Some("y"),
+        };
+        assert_eq!(export_names([a, b]), export_names([b, a]));
+    }
+
+    #[test]
+    fn fnv_is_pinned() {
+        // A change to the hash would rename exported tools; pin it.
+        assert_eq!(fnv1a(""), 0x811c_9dc5);
+        assert_eq!(fnv1a("a"), 0xe40c_292c);
+    }
+}

@@ -1,0 +1,222 @@
+//! The tool record.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::store::RecordError;
+
+use super::names::check_name;
+
+/// A tool the model can call: a name, a description, a JSON Schema for its input, tags, the
+/// source that provided it (an MCP server, a skill, your application) and free-form annotations.
+///
+/// Records are values: to change a tool, write a new one. Unknown JSON fields are an error, so
+/// a typo in a catalog file does not pass silently.
+///
+/// ```
+/// use capstore::Tool;
+/// use serde_json::json;
+///
+/// let tool = Tool::new("get_weather", "Current weather for a city")
+///     .with_source("weather")
+///     .with_tags(["weather", "web"])
+///     .with_input_schema(json!({
+///         "type": "object",
+///         "properties": { "city": { "type": "string", "description": "City name" } },
+///         "required": ["city"]
+///     }));
+/// assert_eq!(tool.qualified_name(), "weather/get_weather");
+///
+/// let from_mcp: Tool = serde_json::from_value(json!({
+///     "name": "search", "description": "Search", "inputSchema": { "type": "object" }
+/// }))?;
+/// assert_eq!(from_mcp.qualified_name(), "search");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// The name the model calls it by (see the naming rules in [`check_name`]).
+    pub name: String,
+    /// What the tool does, for the model and for search.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments; an object schema. Defaults to an object with no
+    /// properties.
+    #[serde(default = "empty_object_schema", alias = "inputSchema")]
+    pub input_schema: Value,
+    /// Free-form labels, indexed for queries and filters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Where the tool comes from (an MCP server's name, a plug-in); part of the qualified name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Free-form metadata, such as MCP's tool annotations (`readOnlyHint`, ...).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub annotations: Value,
+    /// The skills that bundle this tool (kept by skill registration).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+}
+
+fn empty_object_schema() -> Value {
+    json!({ "type": "object", "properties": {} })
+}
+
+impl Tool {
+    /// A tool with a name and description, no source, no tags and an empty object schema.
+    ///
+    /// ```
+    /// let tool = capstore::Tool::new("read_file", "Read a file");
+    /// assert_eq!(tool.input_schema["type"], "object");
+    /// ```
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: empty_object_schema(),
+            tags: Vec::new(),
+            source: None,
+            annotations: Value::Null,
+            skills: Vec::new(),
+        }
+    }
+
+    /// Sets the source.
+    ///
+    /// ```
+    /// assert_eq!(capstore::Tool::new("a", "").with_source("fs").source.as_deref(), Some("fs"));
+    /// ```
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// Sets the tags.
+    ///
+    /// ```
+    /// assert_eq!(capstore::Tool::new("a", "").with_tags(["x", "y"]).tags, ["x", "y"]);
+    /// ```
+    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Self {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the input JSON Schema.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let t = capstore::Tool::new("a", "").with_input_schema(json!({"type": "object"}));
+    /// assert_eq!(t.input_schema, json!({"type": "object"}));
+    /// ```
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Sets the annotations.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let t = capstore::Tool::new("a", "").with_annotations(json!({"readOnlyHint": true}));
+    /// assert_eq!(t.annotations["readOnlyHint"], true);
+    /// ```
+    pub fn with_annotations(mut self, annotations: Value) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Sets the skills that bundle this tool.
+    ///
+    /// ```
+    /// assert_eq!(capstore::Tool::new("a", "").with_skills(["files"]).skills, ["files"]);
+    /// ```
+    pub fn with_skills<S: Into<String>>(mut self, skills: impl IntoIterator<Item = S>) -> Self {
+        self.skills = skills.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The primary key: `source/name`, or `name` when there is no source.
+    ///
+    /// ```
+    /// use capstore::Tool;
+    /// assert_eq!(Tool::new("search", "").with_source("github").qualified_name(), "github/search");
+    /// assert_eq!(Tool::new("search", "").qualified_name(), "search");
+    /// ```
+    pub fn qualified_name(&self) -> String {
+        match self.source.as_deref() {
+            Some(source) if !source.is_empty() => format!("{source}/{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+
+    /// Checks the record against the table's rules: name and source (see [`check_name`]),
+    /// tags (not empty, at most 128 bytes, no control characters) and an object input schema.
+    ///
+    /// ```
+    /// use capstore::Tool;
+    /// use serde_json::json;
+    /// assert!(Tool::new("ok", "").validate().is_ok());
+    /// assert!(Tool::new("", "").validate().is_err());
+    /// assert!(Tool::new("a", "").with_input_schema(json!("string")).validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), RecordError> {
+        check_name("name", &self.name)?;
+        if let Some(source) = &self.source {
+            check_name("source", source)?;
+        }
+        for tag in &self.tags {
+            check_label("tags", tag)?;
+        }
+        for skill in &self.skills {
+            check_name("skills", skill)?;
+        }
+        check_input_schema(&self.input_schema)
+    }
+}
+
+/// Checks a tag or similar label: not blank, at most 128 bytes, no control characters.
+///
+/// ```
+/// use capstore::tools::check_label;
+/// assert!(check_label("tags", "web").is_ok());
+/// assert!(check_label("tags", " ").is_err());
+/// ```
+pub fn check_label(field: &'static str, value: &str) -> Result<(), RecordError> {
+    let reason = if value.trim().is_empty() {
+        Some("must not be empty")
+    } else if value.len() > 128 {
+        Some("is longer than 128 bytes")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(RecordError::InvalidName {
+            field,
+            value: value.chars().take(80).collect(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Providers take an object schema for a tool's input; anything else is refused here rather
+/// than by the provider at request time.
+fn check_input_schema(schema: &Value) -> Result<(), RecordError> {
+    let Some(object) = schema.as_object() else {
+        return Err(RecordError::Invalid {
+            field: "input_schema",
+            reason: "must be a JSON object (a JSON Schema)".to_string(),
+        });
+    };
+    match object.get("type") {
+        None => Ok(()),
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(RecordError::Invalid {
+            field: "input_schema",
+            reason: format!("`type` must be \"object\" for a tool's input, not {other}"),
+        }),
+    }
+}
