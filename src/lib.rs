@@ -24,14 +24,19 @@
 //! ```
 
 pub mod bm25;
+pub mod events;
+pub mod exec;
 pub mod hooks;
 pub mod skills;
 pub mod store;
 mod tables;
 pub mod tools;
 
-
-
+pub use events::{Event, EventBus, EventSubscription};
+pub use exec::{
+    ExecError, Executor, HandlerError, HookContext, HookHandler, HookOutcome, ToolCall,
+    ToolHandler, ToolOutput, UnselectedCallPolicy,
+};
 pub use hooks::{Hook, HookEvent};
 pub use skills::Skill;
 pub use store::{

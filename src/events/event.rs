@@ -1,0 +1,121 @@
+//! The events themselves.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Something that happened in the agent, as told to [`EventBus`](super::EventBus) subscribers.
+///
+/// Serialized with a `type` tag in snake_case, for logs and traces.
+///
+/// ```
+/// use capstore::Event;
+/// let event = Event::ToolCallStarted { call_id: "c1".into(), tool: "fs/read_file".into() };
+/// assert_eq!(event.kind(), "tool_call_started");
+/// assert_eq!(
+///     serde_json::to_value(&event)?,
+///     serde_json::json!({ "type": "tool_call_started", "call_id": "c1", "tool": "fs/read_file" })
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A user turn started.
+    TurnStarted {
+        /// The turn's number.
+        turn: u64,
+        /// The user's message.
+        message: String,
+    },
+    /// The tools to offer the model this turn were chosen.
+    SelectionMade {
+        /// The turn's number.
+        turn: u64,
+        /// The store version the selection was made from.
+        version: u64,
+        /// Qualified names of the selected tools, in the order they are offered.
+        tools: Vec<String>,
+    },
+    /// The executor took a call; always the first event of a call.
+    ToolCallStarted {
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name, as called.
+        tool: String,
+    },
+    /// The call succeeded; its last event.
+    ToolCallFinished {
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// Time from the start of the call to the end of the last post-tool-use hook.
+        elapsed: Duration,
+    },
+    /// The call failed (for any reason, a hook's denial included); its last event.
+    ToolCallFailed {
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name, as called.
+        tool: String,
+        /// The error, as displayed.
+        error: String,
+    },
+    /// A pre-tool-use hook denied a call; comes just before that call's `ToolCallFailed`.
+    HookDenied {
+        /// The call's id.
+        call_id: String,
+        /// The hook's id.
+        hook: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// The hook's reason.
+        reason: String,
+    },
+    /// A commit changed the store.
+    CatalogChanged {
+        /// The new version.
+        version: u64,
+        /// How many records the commit inserted, updated or deleted (all tables).
+        changes: usize,
+    },
+}
+
+impl Event {
+    /// The variant's name in snake_case, as serialized in `type`.
+    ///
+    /// ```
+    /// use capstore::Event;
+    /// assert_eq!(Event::CatalogChanged { version: 1, changes: 2 }.kind(), "catalog_changed");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::TurnStarted { .. } => "turn_started",
+            Event::SelectionMade { .. } => "selection_made",
+            Event::ToolCallStarted { .. } => "tool_call_started",
+            Event::ToolCallFinished { .. } => "tool_call_finished",
+            Event::ToolCallFailed { .. } => "tool_call_failed",
+            Event::HookDenied { .. } => "hook_denied",
+            Event::CatalogChanged { .. } => "catalog_changed",
+        }
+    }
+
+    /// The call id of a tool-call event (started, finished, failed, hook denied).
+    ///
+    /// ```
+    /// use capstore::Event;
+    /// let event = Event::ToolCallFailed { call_id: "c1".into(), tool: "t".into(), error: "e".into() };
+    /// assert_eq!(event.call_id(), Some("c1"));
+    /// assert_eq!(Event::CatalogChanged { version: 1, changes: 1 }.call_id(), None);
+    /// ```
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            Event::ToolCallStarted { call_id, .. }
+            | Event::ToolCallFinished { call_id, .. }
+            | Event::ToolCallFailed { call_id, .. }
+            | Event::HookDenied { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! An event bus: what happened during a turn, told to any number of subscribers.
+//!
+//! [`EventBus`] is a cheap-to-clone, thread-safe handle. [`subscribe`](EventBus::subscribe)
+//! returns an [`EventSubscription`] that removes the callback when dropped;
+//! [`emit`](EventBus::emit) calls every subscriber, in subscription order, on the emitting
+//! thread. A subscriber that panics is caught and counted, never propagated.
+//!
+//! # Who emits what, and in which order
+//! - [`Event::TurnStarted`] and [`Event::SelectionMade`]: the code that runs turns and picks
+//!   the tools (one each per turn, in that order).
+//! - [`Event::ToolCallStarted`], [`Event::HookDenied`], [`Event::ToolCallFinished`],
+//!   [`Event::ToolCallFailed`]: the [`Executor`](crate::exec::Executor), per call, always
+//!   `ToolCallStarted`, then `HookDenied` if a hook denied the call, then exactly one of
+//!   `ToolCallFinished` or `ToolCallFailed` (see [`Executor::execute`](crate::exec::Executor::execute)).
+//! - [`Event::CatalogChanged`]: [`EventBus::follow_store`], once per commit, in version order.
+//!
+//! Events emitted by one thread (or one task) reach each subscriber in the order they were
+//! emitted. Events emitted concurrently by different threads may interleave.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use capstore::{Event, EventBus};
+//!
+//! let bus = EventBus::new();
+//! let seen = Arc::new(Mutex::new(Vec::new()));
+//! let log = Arc::clone(&seen);
+//! let sub = bus.subscribe(move |event| log.lock().unwrap().push(event.kind()));
+//! bus.emit(&Event::TurnStarted { turn: 1, message: "hello".into() });
+//! sub.unsubscribe();
+//! bus.emit(&Event::TurnStarted { turn: 2, message: "again".into() });
+//! assert_eq!(*seen.lock().unwrap(), ["turn_started"]);
+//! ```
+
+mod bus;
+mod event;
+
+pub use bus::{EventBus, EventSubscription};
+pub use event::Event;

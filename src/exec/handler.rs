@@ -1,0 +1,190 @@
+//! Tool handlers: the async code behind a tool, stored in the built-in `handlers` table.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::store::TableSchema;
+
+/// A boxed, `Send` future, as handlers return them.
+///
+/// ```
+/// use capstore::exec::BoxFuture;
+/// let future: BoxFuture<u8> = Box::pin(async { 7 });
+/// # drop(future);
+/// ```
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A tool handler's function: arguments in, a future of the output or an error out.
+pub(crate) type HandlerFn =
+    Arc<dyn Fn(Value) -> BoxFuture<Result<Value, HandlerError>> + Send + Sync>;
+
+/// What a tool or hook handler returns when it fails.
+///
+/// ```
+/// use capstore::HandlerError;
+/// let err: HandlerError = "file not found".into();
+/// assert_eq!(err.to_string(), "file not found");
+/// assert_eq!(HandlerError::new(format!("code {}", 2)).message, "code 2");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerError {
+    /// What went wrong, for the model and for logs.
+    pub message: String,
+}
+
+impl HandlerError {
+    /// An error with a message.
+    ///
+    /// ```
+    /// assert_eq!(capstore::HandlerError::new("boom").message, "boom");
+    /// ```
+    pub fn new(message: impl Into<String>) -> Self {
+        HandlerError {
+            message: message.into(),
+        }
+    }
+
+    /// An error carrying another error's message (and those of its sources, joined by `: `).
+    ///
+    /// ```
+    /// use capstore::HandlerError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// assert_eq!(HandlerError::from_error(&io).message, "no such file");
+    /// ```
+    pub fn from_error(error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(inner) = source {
+            message.push_str(": ");
+            message.push_str(&inner.to_string());
+            source = inner.source();
+        }
+        HandlerError { message }
+    }
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HandlerError {}
+
+impl From<String> for HandlerError {
+    fn from(message: String) -> Self {
+        HandlerError { message }
+    }
+}
+
+impl From<&str> for HandlerError {
+    fn from(message: &str) -> Self {
+        HandlerError::new(message)
+    }
+}
+
+impl From<serde_json::Error> for HandlerError {
+    fn from(error: serde_json::Error) -> Self {
+        HandlerError::from_error(&error)
+    }
+}
+
+/// The code that runs a tool: a record of the built-in [`HANDLERS`](crate::HANDLERS) table,
+/// keyed by the tool's qualified name.
+///
+/// Register it with its tool in one transaction ([`register_tool`](super::register_tool)), or
+/// attach it to a tool registered otherwise with `tx.upsert(&HANDLERS, handler)`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), capstore::HandlerError> {
+/// use capstore::ToolHandler;
+/// use serde_json::json;
+///
+/// let handler = ToolHandler::new("fs/read_file", |args| async move {
+///     Ok(json!({ "path": args["path"], "text": "hello" }))
+/// });
+/// let out = handler.call(json!({ "path": "a.txt" })).await?;
+/// assert_eq!(out["text"], "hello");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ToolHandler {
+    /// The qualified name of the tool it runs (the record's key).
+    pub tool: String,
+    f: HandlerFn,
+}
+
+impl ToolHandler {
+    /// A handler from an async closure (or any function returning a `Send` future).
+    ///
+    /// ```
+    /// use capstore::ToolHandler;
+    /// let handler = ToolHandler::new("echo", |args| async move { Ok(args) });
+    /// assert_eq!(handler.tool, "echo");
+    /// ```
+    pub fn new<F, Fut>(tool: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        ToolHandler {
+            tool: tool.into(),
+            f: Arc::new(move |args| Box::pin(f(args))),
+        }
+    }
+
+    /// A handler from a plain, non-async function (it runs inside the executor's task, so keep
+    /// it quick).
+    ///
+    /// ```
+    /// use capstore::ToolHandler;
+    /// use serde_json::json;
+    /// let handler = ToolHandler::sync("add", |args| {
+    ///     Ok(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)))
+    /// });
+    /// assert_eq!(handler.tool, "add");
+    /// ```
+    pub fn sync<F>(tool: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(Value) -> Result<Value, HandlerError> + Send + Sync + 'static,
+    {
+        ToolHandler {
+            tool: tool.into(),
+            f: Arc::new(move |args| Box::pin(std::future::ready(f(args)))),
+        }
+    }
+
+    /// Starts the handler on `args`. Panics in the handler are not caught here; the
+    /// [`Executor`](super::Executor) catches them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), capstore::HandlerError> {
+    /// let handler = capstore::ToolHandler::new("echo", |args| async move { Ok(args) });
+    /// assert_eq!(handler.call(serde_json::json!(1)).await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn call(&self, args: Value) -> BoxFuture<Result<Value, HandlerError>> {
+        (self.f)(args)
+    }
+}
+
+impl fmt::Debug for ToolHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolHandler")
+            .field("tool", &self.tool)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The declaration of the built-in `handlers` table. Primary key: the tool's qualified name.
+pub(crate) fn schema() -> TableSchema<ToolHandler> {
+    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone())
+}

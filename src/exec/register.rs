@@ -1,0 +1,143 @@
+//! Registering tools and hooks together with their handlers, in one transaction, so that every
+//! snapshot sees a tool and its handler (or a hook and its handler) together or not at all.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::hooks::Hook;
+use crate::skills::{SkillError, unregister_tool};
+use crate::store::{StoreError, WriteTxn};
+use crate::tables::{HANDLERS, HOOK_HANDLERS, HOOKS, TOOLS};
+use crate::tools::Tool;
+
+use super::handler::{HandlerError, ToolHandler};
+use super::hook::{HookContext, HookHandler, HookOutcome};
+
+/// Runs `f` on `tx`; on error rolls `tx` back to where it was, so helpers are all or nothing.
+fn all_or_nothing<T, E: From<StoreError>>(
+    tx: &mut WriteTxn,
+    f: impl FnOnce(&mut WriteTxn) -> Result<T, E>,
+) -> Result<T, E> {
+    let mark = tx.savepoint();
+    let result = f(tx);
+    if result.is_err() {
+        tx.rollback_to(mark)?;
+    }
+    result
+}
+
+/// Adds `tool` and its handler inside `tx`, all or nothing. Fails with
+/// [`StoreError::DuplicateKey`] when a tool of the same qualified name exists (remove it first
+/// with [`remove_tool`], or replace both rows yourself with `upsert`), or
+/// [`StoreError::InvalidRecord`] when the tool breaks the table's rules. Returns the key.
+///
+/// ```
+/// use capstore::exec::register_tool;
+/// use capstore::{Store, Tool, HANDLERS, TOOLS};
+/// use serde_json::json;
+///
+/// let store = Store::new();
+/// store.write(|tx| register_tool(tx, Tool::new("echo", "Echo the input").with_source("util"),
+///     |args| async move { Ok(json!({ "echo": args })) }))?;
+/// let snap = store.snapshot();
+/// assert!(snap.contains(&TOOLS, "util/echo")? && snap.contains(&HANDLERS, "util/echo")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn register_tool<F, Fut>(
+    tx: &mut WriteTxn,
+    tool: Tool,
+    handler: F,
+) -> Result<Arc<str>, StoreError>
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+{
+    all_or_nothing(tx, |tx| {
+        let key = tx.insert(&TOOLS, tool)?;
+        tx.upsert(&HANDLERS, ToolHandler::new(&*key, handler))?;
+        Ok(key)
+    })
+}
+
+/// Removes a tool and its handler inside `tx`, all or nothing, by the skills' ownership rule:
+/// refused with [`SkillError::ToolInUse`] while a skill lists the tool (see
+/// [`unregister_tool`]). Returns the removed tool.
+///
+/// ```
+/// use capstore::exec::{register_tool, remove_tool};
+/// use capstore::{Store, Tool, HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| register_tool(tx, Tool::new("echo", ""), |args| async move { Ok(args) }))?;
+/// store.write(|tx| remove_tool(tx, "echo"))?;
+/// assert!(!store.snapshot().contains(&HANDLERS, "echo")?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn remove_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {
+    all_or_nothing(tx, |tx| {
+        let tool = unregister_tool(tx, key)?;
+        if tx.view().contains(&HANDLERS, key)? {
+            tx.delete(&HANDLERS, key)?;
+        }
+        Ok(tool)
+    })
+}
+
+/// Adds `hook` and its handler inside `tx`, all or nothing. Fails with
+/// [`StoreError::DuplicateKey`] when a hook of the same id exists, or
+/// [`StoreError::InvalidRecord`] when the hook breaks the table's rules. Returns the id.
+///
+/// ```
+/// use capstore::exec::register_hook;
+/// use capstore::{Hook, HookEvent, HookOutcome, Store, HOOKS, HOOK_HANDLERS};
+///
+/// let store = Store::new();
+/// store.write(|tx| register_hook(tx, Hook::new("no-rm", HookEvent::PreToolUse, "shell/*"),
+///     |ctx| async move {
+///         Ok(if ctx.input["cmd"] == "rm" { HookOutcome::deny("no rm") } else { HookOutcome::Continue })
+///     }))?;
+/// let snap = store.snapshot();
+/// assert!(snap.contains(&HOOKS, "no-rm")? && snap.contains(&HOOK_HANDLERS, "no-rm")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn register_hook<F, Fut>(
+    tx: &mut WriteTxn,
+    hook: Hook,
+    handler: F,
+) -> Result<Arc<str>, StoreError>
+where
+    F: Fn(HookContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<HookOutcome, HandlerError>> + Send + 'static,
+{
+    all_or_nothing(tx, |tx| {
+        let id = tx.insert(&HOOKS, hook)?;
+        tx.upsert(&HOOK_HANDLERS, HookHandler::new(&*id, handler))?;
+        Ok(id)
+    })
+}
+
+/// Removes a hook and its handler inside `tx`, all or nothing; from the commit on, calls no
+/// longer run it. Fails with [`StoreError::NotFound`] when there is no such hook. Returns the
+/// removed hook.
+///
+/// ```
+/// use capstore::exec::{register_hook, remove_hook};
+/// use capstore::{Hook, HookEvent, HookOutcome, Store, HOOKS, HOOK_HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| register_hook(tx, Hook::new("audit", HookEvent::PostToolUse, "*"),
+///     |_| async { Ok(HookOutcome::Continue) }))?;
+/// let removed = store.write(|tx| remove_hook(tx, "audit").map(|h| h.id.clone()))?;
+/// let snap = store.snapshot();
+/// assert_eq!((snap.count(&HOOKS)?, snap.count(&HOOK_HANDLERS)?), (0, 0));
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn remove_hook(tx: &mut WriteTxn, id: &str) -> Result<Arc<Hook>, StoreError> {
+    all_or_nothing(tx, |tx| {
+        let hook = tx.delete(&HOOKS, id)?;
+        if tx.view().contains(&HOOK_HANDLERS, id)? {
+            tx.delete(&HOOK_HANDLERS, id)?;
+        }
+        Ok(hook)
+    })
+}
