@@ -1,0 +1,142 @@
+//! The store's write and read paths at 10,000 tools: registering one tool (commit included),
+//! deleting one, registering 10,000 in one transaction, taking a snapshot, and a full-store
+//! search (tokenize + BM25 + record lookup).
+//!
+//! Run: `cargo bench --bench store_write`.
+
+mod synthetic;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use capstore::{Store, TOOLS, Tool};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use synthetic::{Corpus, CorpusSpec};
+
+const N: usize = 10_000;
+
+/// A tool-like record from synthetic document `i`: name from its first two words, description
+/// from the rest, one parameter.
+fn tool_from(corpus: &Corpus, i: usize, tokens: &[String]) -> Tool {
+    let (head, rest) = tokens.split_at(tokens.len().min(2));
+    let name = format!("{}_{i}", head.join("_"));
+    let description = rest.join(" ");
+    Tool::new(name, description)
+        .with_source(format!("server{}", i % 20))
+        .with_tags([format!("tag{}", i % 50)])
+        .with_input_schema(json!({
+            "type": "object",
+            "properties": { "query": { "type": "string", "description": corpus.vocab[i % 500] } }
+        }))
+}
+
+fn corpus_tools(corpus: &Corpus) -> Vec<Tool> {
+    (0..corpus.len())
+        .map(|i| tool_from(corpus, i, &corpus.doc_tokens(i)))
+        .collect()
+}
+
+fn filled_store(tools: &[Tool]) -> Store {
+    let store = Store::new();
+    store
+        .write(|tx| {
+            for tool in tools {
+                tx.insert(&TOOLS, tool.clone())?;
+            }
+            Ok::<_, capstore::StoreError>(())
+        })
+        .expect("fill");
+    store
+}
+
+fn bench_store(c: &mut Criterion) {
+    let corpus = Corpus::generate(CorpusSpec::tool_like(N));
+    let tools = corpus_tools(&corpus);
+    let extra: Vec<Tool> = corpus
+        .extra_docs(1_000)
+        .iter()
+        .enumerate()
+        .map(|(j, ids)| tool_from(&corpus, N + j, &corpus.tokens(ids)))
+        .collect();
+
+    let mut group = c.benchmark_group("store");
+    group.measurement_time(Duration::from_secs(5));
+
+    // One tool into a 10k-tool store, commit included. The store is kept at 10k: each timed
+    // insert+commit is followed by an untimed delete+commit of the same tool.
+    let store = filled_store(&tools);
+    group.bench_function("register_one_into_10k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let tool = extra[(i % extra.len() as u64) as usize].clone();
+                let key = tool.qualified_name();
+                let start = Instant::now();
+                let info = store.write(|tx| tx.insert(&TOOLS, tool)).expect("insert");
+                total += start.elapsed();
+                black_box(info.version);
+                store
+                    .write(|tx| tx.delete(&TOOLS, &key).map(|_| ()))
+                    .expect("delete");
+            }
+            total
+        })
+    });
+
+    // The mirror image: time the delete+commit, restore untimed.
+    group.bench_function("delete_one_from_10k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let tool = tools[(i as usize * 7919) % tools.len()].clone();
+                let key = tool.qualified_name();
+                let start = Instant::now();
+                let info = store
+                    .write(|tx| tx.delete(&TOOLS, &key).map(|_| ()))
+                    .expect("delete");
+                total += start.elapsed();
+                black_box(info.version);
+                store.write(|tx| tx.insert(&TOOLS, tool)).expect("restore");
+            }
+            total
+        })
+    });
+
+    group.bench_function("snapshot", |b| b.iter(|| black_box(store.snapshot())));
+
+    let queries: Vec<String> = corpus.queries.iter().map(|q| q.join(" ")).collect();
+    let snap = store.snapshot();
+    let mut q = 0;
+    group.bench_function("search_top10_10k", |b| {
+        b.iter(|| {
+            q = (q + 1) % queries.len();
+            black_box(snap.search(&TOOLS, &queries[q], 10).expect("search").len())
+        })
+    });
+
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.bench_function("register_10k_one_txn", |b| {
+        b.iter_batched(
+            || tools.clone(),
+            |batch| {
+                let store = Store::new();
+                store
+                    .write(|tx| {
+                        for tool in batch {
+                            tx.insert(&TOOLS, tool)?;
+                        }
+                        Ok::<_, capstore::StoreError>(())
+                    })
+                    .expect("fill");
+                store
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_store);
+criterion_main!(benches);
