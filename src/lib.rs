@@ -23,10 +23,13 @@
 //! # Ok::<(), capstore::StoreError>(())
 //! ```
 
+pub mod agent;
 pub mod bm25;
+pub mod context;
 pub mod events;
 pub mod exec;
 pub mod hooks;
+pub mod provider;
 pub mod skills;
 pub mod store;
 mod tables;

@@ -1,0 +1,45 @@
+//! A minimal agent loop that plugs the store, the
+//! [`ContextBuilder`](crate::context::ContextBuilder) and the [`Executor`](crate::exec::Executor) into
+//! any model: each turn, select tools, call the model, execute its tool calls, repeat until it
+//! answers or a step limit is hit.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+//! use capstore::exec::register_tool;
+//! use capstore::{Store, Tool};
+//! use serde_json::json;
+//!
+//! /// Calls the first offered tool once, then answers with its result.
+//! struct FirstTool;
+//! impl Model for FirstTool {
+//!     async fn complete(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
+//!         match req.messages.last() {
+//!             Some(capstore::agent::Message::ToolResult { content, .. }) => Ok(ModelReply::Final(content.to_string())),
+//!             _ => Ok(ModelReply::ToolCalls(vec![ModelToolCall {
+//!                 id: "c1".into(),
+//!                 name: req.tools[0]["function"]["name"].as_str().unwrap_or("").into(),
+//!                 arguments: json!({"city": "Oslo"}),
+//!             }])),
+//!         }
+//!     }
+//! }
+//!
+//! let store = Store::new();
+//! store.write(|tx| register_tool(tx, Tool::new("get_weather", "Weather for a city"), |args| async move {
+//!     Ok(json!(format!("sunny in {}", args["city"].as_str().unwrap_or("?"))))
+//! }))?;
+//! let agent = Agent::new(store, FirstTool);
+//! let mut session = agent.session();
+//! let outcome = agent.run_turn(&mut session, "weather in Oslo?").await?;
+//! assert_eq!(outcome.answer, "\"sunny in Oslo\"");
+//! # Ok(())
+//! # }
+//! ```
+
+mod model;
+mod run;
+
+pub use model::{Message, Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+pub use run::{Agent, AgentError, Session, TurnOutcome};

@@ -1,0 +1,24 @@
+//! Estimating how many tokens a tool definition costs in a request.
+
+use crate::Tool;
+
+/// Bytes per token, the usual rule of thumb for English text and JSON with BPE tokenizers.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// Bytes of JSON framing around name, description and schema in a provider's tool entry.
+const FRAMING_BYTES: usize = 40;
+
+/// Estimated tokens of `tool`'s definition as sent to a model: name, description and input
+/// schema, at four bytes a token. An estimate, not a tokenizer: good for budgets, not billing.
+///
+/// ```
+/// use capstore::context::estimate_tokens;
+/// use capstore::Tool;
+/// let small = estimate_tokens(&Tool::new("a", "b"));
+/// let large = estimate_tokens(&Tool::new("a", "b".repeat(400)));
+/// assert!(large >= small + 100);
+/// ```
+pub fn estimate_tokens(tool: &Tool) -> usize {
+    let schema = serde_json::to_string(&tool.input_schema).map_or(0, |s| s.len());
+    (tool.name.len() + tool.description.len() + schema + FRAMING_BYTES).div_ceil(BYTES_PER_TOKEN)
+}

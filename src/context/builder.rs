@@ -1,0 +1,504 @@
+//! The per-turn selection: query → exact names → skills and their dependencies → BM25 over
+//! tools → policy (filters, thresholds, limits, budget, stability) → a [`Selection`].
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::Tool;
+use crate::skills::dependency_closure;
+use crate::store::{Snapshot, StoreError};
+use crate::tables::{SKILLS, TOOLS};
+
+use super::budget::estimate_tokens;
+use super::error::SelectError;
+use super::policy::{NoMatch, PolicyError, SelectionPolicy};
+use super::query::{exact_mentions, weighted_terms, weighted_texts};
+use super::selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
+use super::turn::Turn;
+
+/// Candidates are ranked first by class (a pinned tool before a named one before a retrieved
+/// one ...), then by score within the class.
+mod class {
+    pub const PINNED: u8 = 0;
+    pub const EXACT: u8 = 1;
+    pub const DISCOVERED: u8 = 2;
+    pub const RELEVANT: u8 = 3;
+    pub const RECENT: u8 = 4;
+    pub const KEPT: u8 = 5;
+    pub const FALLBACK: u8 = 6;
+}
+
+/// Chooses, for each turn, the tool definitions to send to the model.
+///
+/// `select` is a pure function of the snapshot and the turn: the same inputs give the same
+/// selection, and a selection made while the catalog changes is consistent with the snapshot
+/// version it reports. The builder is `Send + Sync` and cheap to share.
+///
+/// ```
+/// use capstore::context::{ContextBuilder, Turn};
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool};
+///
+/// let store = Store::new();
+/// store.write(|tx| register_skill(
+///     tx,
+///     Skill::new("weather", "Forecasts and current conditions").with_examples(["will it rain tomorrow"]),
+///     vec![Tool::new("get_forecast", "Forecast for a city"), Tool::new("get_alerts", "Storm alerts")],
+/// ))?;
+/// let selection = ContextBuilder::new().select(&store.snapshot(), &Turn::new("will it rain in Oslo?"))?;
+/// let keys: Vec<&str> = selection.keys().collect();
+/// assert!(keys.contains(&"get_forecast") && keys.contains(&"get_alerts"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ContextBuilder {
+    policy: SelectionPolicy,
+}
+
+struct Candidate {
+    key: Arc<str>,
+    tool: Arc<Tool>,
+    class: u8,
+    score: f32,
+    reasons: Vec<Reason>,
+}
+
+/// The candidates gathered so far, by key; a tool found several ways keeps its best class and
+/// all its reasons.
+#[derive(Default)]
+struct Candidates {
+    by_key: HashMap<Arc<str>, Candidate>,
+}
+
+impl Candidates {
+    fn add(&mut self, key: &Arc<str>, tool: &Arc<Tool>, class: u8, score: f32, reason: Reason) {
+        match self.by_key.get_mut(key) {
+            Some(c) => {
+                if class < c.class || (class == c.class && score > c.score) {
+                    c.class = class;
+                    c.score = score;
+                    c.reasons.insert(0, reason);
+                } else {
+                    c.reasons.push(reason);
+                }
+            }
+            None => {
+                self.by_key.insert(
+                    Arc::clone(key),
+                    Candidate {
+                        key: Arc::clone(key),
+                        tool: Arc::clone(tool),
+                        class,
+                        score,
+                        reasons: vec![reason],
+                    },
+                );
+            }
+        }
+    }
+
+    fn add_key(
+        &mut self,
+        snapshot: &Snapshot,
+        key: &str,
+        class: u8,
+        score: f32,
+        reason: Reason,
+    ) -> Result<bool, StoreError> {
+        let Some(tool) = snapshot.get_arc(&TOOLS, key)? else {
+            return Ok(false);
+        };
+        let stored_key: Arc<str> = Arc::from(key);
+        self.add(&stored_key, &tool, class, score, reason);
+        Ok(true)
+    }
+}
+
+impl ContextBuilder {
+    /// A builder with the default policy ([`SelectionPolicy::default`]).
+    ///
+    /// ```
+    /// assert_eq!(capstore::context::ContextBuilder::new().policy().max_tools, 16);
+    /// ```
+    pub fn new() -> Self {
+        ContextBuilder::default()
+    }
+
+    /// A builder with `policy`, checked first.
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, SelectionPolicy};
+    /// let b = ContextBuilder::with_policy(SelectionPolicy { max_tools: 5, ..SelectionPolicy::default() })?;
+    /// assert_eq!(b.policy().max_tools, 5);
+    /// # Ok::<(), capstore::context::PolicyError>(())
+    /// ```
+    pub fn with_policy(policy: SelectionPolicy) -> Result<Self, PolicyError> {
+        policy.validate()?;
+        Ok(ContextBuilder { policy })
+    }
+
+    /// The policy in force.
+    ///
+    /// ```
+    /// assert!(capstore::context::ContextBuilder::new().policy().explain);
+    /// ```
+    pub fn policy(&self) -> &SelectionPolicy {
+        &self.policy
+    }
+
+    /// Selects the tools to send for `turn`, reading only `snapshot`.
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, Reason, Turn};
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("send_email", "Send an email"))?;
+    ///     tx.insert(&TOOLS, Tool::new("read_file", "Read a file"))
+    /// })?;
+    /// let s = ContextBuilder::new().select(&store.snapshot(), &Turn::new("please email Ana"))?;
+    /// assert_eq!(s.keys().collect::<Vec<_>>(), ["send_email"]);
+    /// assert!(matches!(s.tools[0].reasons[0], Reason::Retrieved { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
+        let p = &self.policy;
+        let mut candidates = Candidates::default();
+        let mut dropped = Vec::new();
+        let mut skills = Vec::new();
+        let texts = weighted_texts(turn, p);
+
+        for key in &p.pinned_tools {
+            if !candidates.add_key(snapshot, key, class::PINNED, 0.0, Reason::Pinned)? {
+                dropped.push(not_found(key, Reason::Pinned));
+            }
+        }
+        self.add_pinned_skills(snapshot, &mut candidates, &mut skills, &mut dropped)?;
+        if p.match_exact_names {
+            for m in exact_mentions(snapshot, &turn.message)? {
+                let reason = Reason::ExactName { mention: m.text };
+                candidates.add(&m.key, &m.tool, class::EXACT, 0.0, reason);
+            }
+        }
+        for key in &turn.discovered {
+            candidates.add_key(snapshot, key, class::DISCOVERED, 0.0, Reason::Discovered)?;
+        }
+        self.add_matched_skills(snapshot, &texts, &mut candidates, &mut skills)?;
+        let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+        self.add_retrieved(snapshot, &query, &mut candidates, &mut dropped)?;
+        if p.keep_recently_used {
+            for key in turn.recent_tools.iter().rev() {
+                candidates.add_key(snapshot, key, class::RECENT, 0.0, Reason::RecentlyUsed)?;
+            }
+        }
+        if p.keep_previous {
+            for key in &turn.previous {
+                candidates.add_key(snapshot, key, class::KEPT, 0.0, Reason::KeptFromLastTurn)?;
+            }
+        }
+        let matched = candidates
+            .by_key
+            .values()
+            .any(|c| (class::EXACT..=class::RELEVANT).contains(&c.class));
+        if !matched && p.on_no_match == NoMatch::All {
+            let keys: Vec<Arc<str>> = snapshot.iter(&TOOLS)?.keys().cloned().collect();
+            for key in keys {
+                candidates.add_key(snapshot, &key, class::FALLBACK, 0.0, Reason::Fallback)?;
+            }
+        }
+
+        let mut ordered: Vec<Candidate> = candidates.by_key.into_values().collect();
+        ordered.sort_by(|a, b| {
+            a.class
+                .cmp(&b.class)
+                .then(b.score.total_cmp(&a.score))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        let (mut tools, tokens) = self.fill(ordered, &mut dropped);
+        if p.keep_previous {
+            stable_order(&mut tools, &turn.previous);
+        }
+        Ok(Selection {
+            version: snapshot.version(),
+            tools,
+            dropped,
+            skills,
+            query,
+            tokens,
+            no_match: !matched,
+        })
+    }
+
+    fn add_pinned_skills(
+        &self,
+        snapshot: &Snapshot,
+        candidates: &mut Candidates,
+        skills: &mut Vec<MatchedSkill>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(), SelectError> {
+        for pinned in &self.policy.pinned_skills {
+            if !snapshot.contains(&SKILLS, pinned)? {
+                dropped.push(not_found(
+                    pinned,
+                    Reason::PinnedSkill {
+                        skill: pinned.clone(),
+                    },
+                ));
+                continue;
+            }
+            for name in dependency_closure(snapshot, &[pinned])? {
+                let Some(skill) = snapshot.get(&SKILLS, &name)? else {
+                    continue;
+                };
+                let how = if name == *pinned {
+                    "pinned"
+                } else {
+                    "dependency"
+                };
+                push_skill(skills, &name, 0.0, how);
+                for key in &skill.tools {
+                    let reason = Reason::PinnedSkill {
+                        skill: pinned.clone(),
+                    };
+                    candidates.add_key(snapshot, key, class::PINNED, 0.0, reason)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add_matched_skills(
+        &self,
+        snapshot: &Snapshot,
+        texts: &[(&str, f32)],
+        candidates: &mut Candidates,
+        skills: &mut Vec<MatchedSkill>,
+    ) -> Result<(), SelectError> {
+        let p = &self.policy;
+        if p.max_skills == 0 || snapshot.count(&SKILLS)? == 0 {
+            return Ok(());
+        }
+        let query = weighted_terms(snapshot, &SKILLS, texts)?;
+        let hits = snapshot
+            .text_index(&SKILLS)?
+            .search_weighted(&query, p.max_skills, |_| true);
+        let best = hits.first().map_or(0.0, |h| h.score);
+        for hit in hits {
+            if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
+                continue;
+            }
+            let relative = if best > 0.0 { hit.score / best } else { 0.0 };
+            let score = p.skill_tool_weight * relative;
+            push_skill(skills, &hit.key, hit.score, "matched");
+            for name in dependency_closure(snapshot, &[&*hit.key])? {
+                let Some(skill) = snapshot.get(&SKILLS, &name)? else {
+                    continue;
+                };
+                let (reason, tool_score) = if *name == *hit.key {
+                    let reason = Reason::Skill {
+                        skill: name.clone(),
+                        score: hit.score,
+                    };
+                    (reason, score)
+                } else {
+                    push_skill(skills, &name, 0.0, "dependency");
+                    let reason = Reason::DependencyOf {
+                        skill: hit.key.to_string(),
+                        dependency: name.clone(),
+                    };
+                    // Dependencies' tools rank after the matched skill's own.
+                    (reason, score * 0.5)
+                };
+                for key in &skill.tools {
+                    candidates.add_key(
+                        snapshot,
+                        key,
+                        class::RELEVANT,
+                        tool_score,
+                        reason.clone(),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add_retrieved(
+        &self,
+        snapshot: &Snapshot,
+        query: &[(String, f32)],
+        candidates: &mut Candidates,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(), SelectError> {
+        let p = &self.policy;
+        // Enough beyond the limit to report the near misses.
+        let k = p.max_tools.saturating_mul(2).saturating_add(4);
+        let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
+        let index = snapshot.text_index(&TOOLS)?;
+        let hits = index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
+            Ok(Some(tool)) => match self.tag_filter(tool) {
+                None => true,
+                Some(reason) => {
+                    filtered.borrow_mut().push((key.to_string(), reason));
+                    false
+                }
+            },
+            _ => false,
+        });
+        for (key, reason) in filtered.into_inner() {
+            let score = index.score_weighted(&key, query).unwrap_or(0.0);
+            dropped.push(Dropped {
+                key,
+                reason,
+                candidate: vec![Reason::Retrieved {
+                    score,
+                    explanation: None,
+                }],
+            });
+        }
+        let best = hits.first().map_or(0.0, |h| h.score);
+        for hit in hits {
+            let explanation = if p.explain {
+                index.explain_weighted(&hit.key, query)
+            } else {
+                None
+            };
+            let reason = Reason::Retrieved {
+                score: hit.score,
+                explanation,
+            };
+            let drop = if hit.score < p.min_score {
+                Some(DropReason::BelowMinScore {
+                    score: hit.score,
+                    min: p.min_score,
+                })
+            } else if hit.score < p.min_relative_score * best {
+                Some(DropReason::BelowRelativeScore {
+                    score: hit.score,
+                    best,
+                    fraction: p.min_relative_score,
+                })
+            } else {
+                None
+            };
+            match drop {
+                Some(reason_dropped) => dropped.push(Dropped {
+                    key: hit.key.to_string(),
+                    reason: reason_dropped,
+                    candidate: vec![reason],
+                }),
+                None => {
+                    let relative = if best > 0.0 { hit.score / best } else { 0.0 };
+                    candidates.add_key(snapshot, &hit.key, class::RELEVANT, relative, reason)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Why the tag policy excludes `tool`, if it does.
+    fn tag_filter(&self, tool: &Tool) -> Option<DropReason> {
+        let p = &self.policy;
+        if let Some(tag) = tool.tags.iter().find(|t| p.exclude_tags.contains(t)) {
+            return Some(DropReason::ExcludedTag { tag: tag.clone() });
+        }
+        if !p.include_tags.is_empty() && !tool.tags.iter().any(|t| p.include_tags.contains(t)) {
+            return Some(DropReason::MissingIncludedTag);
+        }
+        None
+    }
+
+    /// Takes candidates in rank order while the limits allow; pinned tools always get in.
+    fn fill(
+        &self,
+        ordered: Vec<Candidate>,
+        dropped: &mut Vec<Dropped>,
+    ) -> (Vec<SelectedTool>, usize) {
+        let p = &self.policy;
+        let count_tokens = p.token_budget.is_some() || p.explain;
+        let mut selected: Vec<SelectedTool> = Vec::new();
+        let mut used = 0usize;
+        for c in ordered {
+            let pinned = c.class == class::PINNED;
+            if !pinned {
+                if let Some(reason) = self.tag_filter(&c.tool) {
+                    dropped.push(Dropped {
+                        key: c.key.to_string(),
+                        reason,
+                        candidate: c.reasons,
+                    });
+                    continue;
+                }
+                if selected.len() >= p.max_tools {
+                    dropped.push(Dropped {
+                        key: c.key.to_string(),
+                        reason: DropReason::MaxTools { max: p.max_tools },
+                        candidate: c.reasons,
+                    });
+                    continue;
+                }
+            }
+            let tokens = if count_tokens {
+                estimate_tokens(&c.tool)
+            } else {
+                0
+            };
+            if let Some(budget) = p.token_budget {
+                if !pinned && used + tokens > budget {
+                    dropped.push(Dropped {
+                        key: c.key.to_string(),
+                        reason: DropReason::TokenBudget {
+                            needed: tokens,
+                            remaining: budget.saturating_sub(used),
+                        },
+                        candidate: c.reasons,
+                    });
+                    continue;
+                }
+            }
+            used += tokens;
+            selected.push(SelectedTool {
+                rank: selected.len(),
+                key: c.key,
+                tool: c.tool,
+                score: c.score,
+                reasons: c.reasons,
+                tokens,
+            });
+        }
+        (selected, used)
+    }
+}
+
+fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'static str) {
+    if !skills.iter().any(|s| s.name == name) {
+        skills.push(MatchedSkill {
+            name: name.to_string(),
+            score,
+            how,
+        });
+    }
+}
+
+fn not_found(key: &str, why: Reason) -> Dropped {
+    Dropped {
+        key: key.to_string(),
+        reason: DropReason::NotFound,
+        candidate: vec![why],
+    }
+}
+
+/// Puts last turn's tools first, in last turn's order, then the new ones by rank: the request
+/// prefix stays the same while the topic does.
+fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
+    let position: HashMap<&str, usize> = previous
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    tools.sort_by_key(|t| match position.get(&*t.key) {
+        Some(&i) => (0, i),
+        None => (1, t.rank),
+    });
+}

@@ -1,0 +1,46 @@
+//! Errors of a selection.
+
+use std::fmt;
+
+use crate::skills::SkillError;
+use crate::store::StoreError;
+
+/// A selection that could not be made. Missing pinned tools or skills are not errors: they are
+/// reported in [`Selection::dropped`](super::Selection::dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectError {
+    /// The snapshot could not answer (a handle from another store, for example).
+    Store(StoreError),
+    /// A skill's dependencies could not be resolved.
+    Skill(SkillError),
+}
+
+impl From<StoreError> for SelectError {
+    fn from(e: StoreError) -> Self {
+        SelectError::Store(e)
+    }
+}
+
+impl From<SkillError> for SelectError {
+    fn from(e: SkillError) -> Self {
+        SelectError::Skill(e)
+    }
+}
+
+impl fmt::Display for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectError::Store(e) => write!(f, "selection failed: {e}"),
+            SelectError::Skill(e) => write!(f, "selection failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SelectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SelectError::Store(e) => Some(e),
+            SelectError::Skill(e) => Some(e),
+        }
+    }
+}

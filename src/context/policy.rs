@@ -1,0 +1,161 @@
+//! The knobs of a selection, with defaults that suit an agent with hundreds of tools.
+
+use serde::{Deserialize, Serialize};
+
+/// What [`ContextBuilder::select`](super::ContextBuilder::select) does when nothing in the turn
+/// matches any tool or skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoMatch {
+    /// Send only the pinned tools (and, if any, the tools kept from the last turn).
+    PinnedOnly,
+    /// Send every tool that passes the tag filters, within the limits: what agent SDKs do
+    /// without a selector.
+    All,
+}
+
+/// The selection policy. Every field has a default ([`SelectionPolicy::default`]); build on it
+/// with struct update syntax.
+///
+/// ```
+/// use capstore::context::SelectionPolicy;
+/// let policy = SelectionPolicy {
+///     max_tools: 8,
+///     pinned_tools: vec!["fs/read_file".into()],
+///     exclude_tags: vec!["dangerous".into()],
+///     token_budget: Some(4_000),
+///     ..SelectionPolicy::default()
+/// };
+/// assert!(policy.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelectionPolicy {
+    /// At most this many tools are sent (pinned ones count, and always get in). Default 16.
+    pub max_tools: usize,
+    /// At most this many skills are matched by search per turn (pinned skills come on top).
+    /// Default 3.
+    pub max_skills: usize,
+    /// A retrieved tool needs at least this BM25 score. Default 0 (any match).
+    pub min_score: f32,
+    /// A retrieved tool needs at least this fraction of the best tool's score. Default 0.
+    pub min_relative_score: f32,
+    /// A skill needs at least this BM25 score to be matched. Default 0 (any match).
+    pub skill_min_score: f32,
+    /// A skill needs at least this fraction of the best skill's score. Default 0.5.
+    pub skill_min_relative_score: f32,
+    /// How a matched skill's tools rank against tools retrieved on their own: their score is
+    /// this times the skill's score relative to the best skill. Default 0.9.
+    pub skill_tool_weight: f32,
+    /// Tools always sent, by qualified name.
+    pub pinned_tools: Vec<String>,
+    /// Skills whose tools (and dependencies' tools) are always sent.
+    pub pinned_skills: Vec<String>,
+    /// If not empty, a tool must carry one of these tags (pinned tools excepted).
+    pub include_tags: Vec<String>,
+    /// A tool carrying any of these tags is never sent (pinned tools excepted).
+    pub exclude_tags: Vec<String>,
+    /// Estimated tokens the tool definitions may take in all; `None` for no limit.
+    pub token_budget: Option<usize>,
+    /// How many earlier user turns feed the query. Default 2.
+    pub history_turns: usize,
+    /// Weight of each earlier turn relative to the next newer one (0..=1). Default 0.5.
+    pub history_decay: f32,
+    /// Weight of the names of tools the model used recently, in the query. Default 0.5.
+    pub recent_tool_weight: f32,
+    /// Keep tools the model called in recent turns selected, while room remains. Default true.
+    pub keep_recently_used: bool,
+    /// Keep last turn's tools selected while room remains, in the same order. Default true.
+    pub keep_previous: bool,
+    /// Match tool names written in the message (`get_weather`, `github/search`) first.
+    /// Default true.
+    pub match_exact_names: bool,
+    /// What to send when nothing matches. Default [`NoMatch::PinnedOnly`].
+    pub on_no_match: NoMatch,
+    /// Attach each retrieved tool's per-term BM25 explanation to its reason. Default true.
+    pub explain: bool,
+}
+
+impl Default for SelectionPolicy {
+    fn default() -> Self {
+        SelectionPolicy {
+            max_tools: 16,
+            max_skills: 3,
+            min_score: 0.0,
+            min_relative_score: 0.0,
+            skill_min_score: 0.0,
+            skill_min_relative_score: 0.5,
+            skill_tool_weight: 0.9,
+            pinned_tools: Vec::new(),
+            pinned_skills: Vec::new(),
+            include_tags: Vec::new(),
+            exclude_tags: Vec::new(),
+            token_budget: None,
+            history_turns: 2,
+            history_decay: 0.5,
+            recent_tool_weight: 0.5,
+            keep_recently_used: true,
+            keep_previous: true,
+            match_exact_names: true,
+            on_no_match: NoMatch::PinnedOnly,
+            explain: true,
+        }
+    }
+}
+
+/// A policy value out of range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyError {
+    /// The field.
+    pub field: &'static str,
+    /// Why.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "selection policy: `{}` {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl SelectionPolicy {
+    /// Checks that scores and weights are finite and in range.
+    ///
+    /// ```
+    /// use capstore::context::SelectionPolicy;
+    /// let bad = SelectionPolicy { history_decay: 2.0, ..SelectionPolicy::default() };
+    /// assert_eq!(bad.validate().unwrap_err().field, "history_decay");
+    /// ```
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let non_negative = [
+            ("min_score", self.min_score),
+            ("skill_min_score", self.skill_min_score),
+            ("skill_tool_weight", self.skill_tool_weight),
+            ("recent_tool_weight", self.recent_tool_weight),
+        ];
+        for (field, value) in non_negative {
+            if !value.is_finite() || value < 0.0 {
+                return Err(PolicyError {
+                    field,
+                    reason: "must be a finite number >= 0",
+                });
+            }
+        }
+        let fractions = [
+            ("min_relative_score", self.min_relative_score),
+            ("skill_min_relative_score", self.skill_min_relative_score),
+            ("history_decay", self.history_decay),
+        ];
+        for (field, value) in fractions {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(PolicyError {
+                    field,
+                    reason: "must be between 0 and 1",
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! What a selection looks at: the turn's message, earlier messages, and what happened before.
+
+use std::collections::VecDeque;
+
+use super::selection::Selection;
+
+/// The input of one selection: the latest user message plus the conversation state that should
+/// influence it. Build one by hand, or let a [`Conversation`] keep the state for you.
+///
+/// ```
+/// use capstore::context::Turn;
+/// let turn = Turn::new("and tomorrow?")
+///     .with_history(["what's the weather in Paris?"])
+///     .with_recent_tools(["weather/get_forecast"]);
+/// assert_eq!(turn.history.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Turn {
+    /// The latest user message.
+    pub message: String,
+    /// Earlier user messages, oldest first.
+    pub history: Vec<String>,
+    /// Qualified names of tools the model called in recent turns, oldest first.
+    pub recent_tools: Vec<String>,
+    /// The tools of the previous selection, in the order they were sent.
+    pub previous: Vec<String>,
+    /// Tools the model pulled in with `search_tools`, kept selected from then on.
+    pub discovered: Vec<String>,
+}
+
+impl Turn {
+    /// A turn with just a message.
+    ///
+    /// ```
+    /// assert_eq!(capstore::context::Turn::new("hi").message, "hi");
+    /// ```
+    pub fn new(message: impl Into<String>) -> Self {
+        Turn {
+            message: message.into(),
+            ..Turn::default()
+        }
+    }
+
+    /// Sets the earlier user messages, oldest first.
+    ///
+    /// ```
+    /// let t = capstore::context::Turn::new("b").with_history(["a"]);
+    /// assert_eq!(t.history, ["a"]);
+    /// ```
+    pub fn with_history<S: Into<String>>(mut self, history: impl IntoIterator<Item = S>) -> Self {
+        self.history = history.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the tools used recently, oldest first.
+    ///
+    /// ```
+    /// let t = capstore::context::Turn::new("b").with_recent_tools(["fs/read_file"]);
+    /// assert_eq!(t.recent_tools, ["fs/read_file"]);
+    /// ```
+    pub fn with_recent_tools<S: Into<String>>(
+        mut self,
+        tools: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.recent_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the previous selection's tools, in sent order.
+    ///
+    /// ```
+    /// let t = capstore::context::Turn::new("b").with_previous(["a", "b"]);
+    /// assert_eq!(t.previous, ["a", "b"]);
+    /// ```
+    pub fn with_previous<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.previous = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the tools discovered through `search_tools`.
+    ///
+    /// ```
+    /// let t = capstore::context::Turn::new("b").with_discovered(["x/y"]);
+    /// assert_eq!(t.discovered, ["x/y"]);
+    /// ```
+    pub fn with_discovered<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.discovered = tools.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// How many recent messages and tool uses a [`Conversation`] remembers.
+const MEMORY: usize = 16;
+
+/// The state a [`Turn`] needs, kept across an agent's turns: earlier messages, recently used
+/// tools, the last selection and discovered tools.
+///
+/// ```
+/// use capstore::context::{Conversation, ContextBuilder};
+/// use capstore::{Store, Tool, TOOLS};
+///
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+/// let builder = ContextBuilder::new();
+/// let mut conversation = Conversation::new();
+/// let turn = conversation.next_turn("weather in Paris?");
+/// let selection = builder.select(&store.snapshot(), &turn)?;
+/// conversation.record_selection(&selection);
+/// conversation.record_tool_use("get_weather");
+/// let next = conversation.next_turn("and in Rome?");
+/// assert_eq!(next.history, ["weather in Paris?"]);
+/// assert_eq!(next.previous, ["get_weather"]);
+/// assert_eq!(next.recent_tools, ["get_weather"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    messages: VecDeque<String>,
+    recent_tools: VecDeque<String>,
+    previous: Vec<String>,
+    discovered: Vec<String>,
+}
+
+impl Conversation {
+    /// An empty conversation.
+    ///
+    /// ```
+    /// let c = capstore::context::Conversation::new();
+    /// # let _ = c;
+    /// ```
+    pub fn new() -> Self {
+        Conversation::default()
+    }
+
+    /// The turn for a new user message; the message joins the history afterwards.
+    ///
+    /// ```
+    /// let mut c = capstore::context::Conversation::new();
+    /// assert!(c.next_turn("a").history.is_empty());
+    /// assert_eq!(c.next_turn("b").history, ["a"]);
+    /// ```
+    pub fn next_turn(&mut self, message: impl Into<String>) -> Turn {
+        let message = message.into();
+        let turn = Turn {
+            message: message.clone(),
+            history: self.messages.iter().cloned().collect(),
+            recent_tools: self.recent_tools.iter().cloned().collect(),
+            previous: self.previous.clone(),
+            discovered: self.discovered.clone(),
+        };
+        push_bounded(&mut self.messages, message);
+        turn
+    }
+
+    /// Remembers the tools a selection sent, in order, for the next turn's stability.
+    ///
+    /// ```
+    /// # use capstore::context::{Conversation, ContextBuilder, Turn};
+    /// # let store = capstore::Store::new();
+    /// let mut c = Conversation::new();
+    /// let selection = ContextBuilder::new().select(&store.snapshot(), &Turn::new("x"))?;
+    /// c.record_selection(&selection);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_selection(&mut self, selection: &Selection) {
+        self.previous = selection.keys().map(str::to_string).collect();
+    }
+
+    /// Remembers that the model called a tool (qualified name).
+    ///
+    /// ```
+    /// let mut c = capstore::context::Conversation::new();
+    /// c.record_tool_use("fs/read_file");
+    /// assert_eq!(c.next_turn("x").recent_tools, ["fs/read_file"]);
+    /// ```
+    pub fn record_tool_use(&mut self, tool: impl Into<String>) {
+        let tool = tool.into();
+        self.recent_tools.retain(|t| *t != tool);
+        push_bounded(&mut self.recent_tools, tool);
+    }
+
+    /// Remembers tools found by `search_tools`, so they stay selected.
+    ///
+    /// ```
+    /// let mut c = capstore::context::Conversation::new();
+    /// c.record_discovered(["x/y"]);
+    /// assert_eq!(c.next_turn("x").discovered, ["x/y"]);
+    /// ```
+    pub fn record_discovered<S: Into<String>>(&mut self, tools: impl IntoIterator<Item = S>) {
+        for tool in tools {
+            let tool = tool.into();
+            if !self.discovered.contains(&tool) {
+                self.discovered.push(tool);
+            }
+        }
+    }
+}
+
+fn push_bounded(queue: &mut VecDeque<String>, item: String) {
+    if queue.len() == MEMORY {
+        queue.pop_front();
+    }
+    queue.push_back(item);
+}
