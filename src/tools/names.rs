@@ -33,6 +33,15 @@ pub fn check_name(field: &'static str, value: &str) -> Result<(), RecordError> {
     } else {
         None
     };
+    refuse(field, value, reason)
+}
+
+/// `Err` naming the field, the value (cut to 80 characters) and the broken rule, if any.
+pub(crate) fn refuse(
+    field: &'static str,
+    value: &str,
+    reason: Option<&'static str>,
+) -> Result<(), RecordError> {
     match reason {
         Some(reason) => Err(RecordError::InvalidName {
             field,

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::store::RecordError;
 
-use super::names::check_name;
+use super::names::{check_name, refuse};
 
 /// A tool the model can call: a name, a description, a JSON Schema for its input, tags, the
 /// source that provided it (an MCP server, a skill, your application) and free-form annotations.
@@ -192,14 +192,7 @@ pub fn check_label(field: &'static str, value: &str) -> Result<(), RecordError> 
     } else {
         None
     };
-    match reason {
-        Some(reason) => Err(RecordError::InvalidName {
-            field,
-            value: value.chars().take(80).collect(),
-            reason,
-        }),
-        None => Ok(()),
-    }
+    refuse(field, value, reason)
 }
 
 /// Providers take an object schema for a tool's input; anything else is refused here rather
