@@ -1,7 +1,7 @@
 //! Tool definitions in the shapes providers take: OpenAI chat completions, OpenAI responses,
 //! Anthropic messages.
 //!
-//! Export names follow the policy of [`export_names`](crate::tools::export_names), computed over
+//! Export names follow the policy of [`crate::tools::export_names`], computed over
 //! the whole catalog of a snapshot (not just the selected tools), so a tool's exported name does
 //! not change from one turn to the next with what else was selected, and the request prefix
 //! stays cacheable. [`ToolExport::resolve`] maps a model's tool call back to the qualified name.
