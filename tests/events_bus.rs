@@ -161,6 +161,7 @@ fn concurrent_emitters_and_subscribers() {
                         turn: t,
                         version: i,
                         tools: Vec::new(),
+                        selection: Default::default(),
                     });
                 }
             })
@@ -204,6 +205,7 @@ fn events_serialize_with_a_type_tag() {
                 turn: 1,
                 version: 4,
                 tools: vec!["a".into()],
+                selection: Default::default(),
             },
             json!({ "type": "selection_made", "turn": 1, "version": 4, "tools": ["a"] }),
         ),

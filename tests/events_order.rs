@@ -201,6 +201,7 @@ async fn a_whole_turn_in_order() {
         turn: 1,
         version: store.version(),
         tools: vec!["echo".into()],
+        selection: Default::default(),
     });
     let executor = Executor::new(store).with_events(bus);
     executor
@@ -225,7 +226,8 @@ async fn a_whole_turn_in_order() {
             Event::SelectionMade {
                 turn: 1,
                 version: 1,
-                tools: vec!["echo".into()]
+                tools: vec!["echo".into()],
+                selection: Default::default(),
             },
             started("c1", "echo"),
             finished("c1", "echo"),

@@ -263,3 +263,45 @@ async fn without_a_builder_every_tool_is_sent() {
         .expect("turn");
     assert_eq!(seen.lock()[0].tools.len(), n);
 }
+
+#[tokio::test]
+async fn the_agent_emits_turn_and_selection_events_with_the_selection() {
+    let store = store();
+    let bus = capstore::EventBus::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let _sub = bus.subscribe(move |e| log.lock().push(e.clone()));
+    let (model, _) = Scripted::new(vec![ModelReply::Final("x".into())]);
+    let agent = Agent::new(store, model).with_events(bus);
+    let mut session = agent.session();
+    let outcome = agent
+        .run_turn(&mut session, "search code")
+        .await
+        .expect("turn");
+    let events = seen.lock();
+    assert_eq!(events.len(), 2);
+    assert!(matches!(
+        &events[0],
+        capstore::Event::TurnStarted { turn: 1, .. }
+    ));
+    match &events[1] {
+        capstore::Event::SelectionMade {
+            turn,
+            tools,
+            selection,
+            ..
+        } => {
+            assert_eq!(*turn, 1);
+            assert_eq!(selection, &outcome.selection);
+            assert_eq!(
+                tools,
+                &outcome
+                    .selection
+                    .keys()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            );
+        }
+        other => panic!("expected SelectionMade, got {other:?}"),
+    }
+}

@@ -264,6 +264,7 @@ impl<M: Model> Agent<M> {
             turn: turn_no,
             version: selection.version,
             tools: selection.keys().map(str::to_string).collect(),
+            selection: Arc::clone(&selection),
         });
         let export = self.export_for(&snapshot)?;
         let mut tools = export.selection_json(self.provider, &selection);

@@ -100,7 +100,7 @@ pub enum DropReason {
 }
 
 /// A selected tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SelectedTool {
     /// Qualified name (the tools table's key).
     pub key: Arc<str>,
@@ -145,7 +145,7 @@ pub struct MatchedSkill {
 /// The send order keeps last turn's tools first, in last turn's order, then adds new ones by
 /// relevance, so that the request prefix (and a provider's prompt cache) survives while the
 /// topic stays the same. [`ranked`](Self::ranked) gives relevance order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Selection {
     /// The snapshot version the selection was made from.
     pub version: u64,

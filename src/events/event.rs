@@ -1,8 +1,11 @@
 //! The events themselves.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::context::Selection;
 
 /// Something that happened in the agent, as told to [`EventBus`](super::EventBus) subscribers.
 ///
@@ -36,6 +39,10 @@ pub enum Event {
         version: u64,
         /// Qualified names of the selected tools, in the order they are offered.
         tools: Vec<String>,
+        /// The whole selection: every tool's reasons, the near misses, the query. Not
+        /// serialized (the tool list above is its summary).
+        #[serde(skip)]
+        selection: Arc<Selection>,
     },
     /// The executor took a call; always the first event of a call.
     ToolCallStarted {
