@@ -187,11 +187,8 @@ impl StoreBuilder {
     /// assert_eq!(store.snapshot().version(), 0);
     /// ```
     pub fn build(self) -> Store {
-        let tables: Vec<TableState> = self
-            .tables
-            .iter()
-            .filter_map(|def| TableState::new(def).ok())
-            .collect();
+        // One state per declared table, in the same order: handles index both by position.
+        let tables: Vec<TableState> = self.tables.iter().map(TableState::new).collect();
         let schema = Arc::new(Schema {
             uid: self.uid,
             has_builtins: self.has_builtins,

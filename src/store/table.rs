@@ -28,23 +28,19 @@ pub(crate) struct Prepared {
 }
 
 impl TableState {
-    pub fn new(def: &TableDef) -> Result<Self, StoreError> {
-        let text =
-            match &def.text {
-                // The config was validated when the table was declared, so this cannot fail; the
-                // error is still mapped rather than unwrapped.
-                Some(text) => Some(Bm25Index::new(text.config.clone()).map_err(|_| {
-                    StoreError::NoTextIndex {
-                        table: def.name.clone(),
-                    }
-                })?),
-                None => None,
-            };
-        Ok(TableState {
+    pub fn new(def: &TableDef) -> Self {
+        // The text index's config was validated when the table was declared, so creating the
+        // index cannot fail; were it to, the table would simply have no text index (searches
+        // report NoTextIndex) rather than the store panicking.
+        let text = def
+            .text
+            .as_ref()
+            .and_then(|text| Bm25Index::new(text.config.clone()).ok());
+        TableState {
             rows: OrdMap::new(),
             indexes: vec![OrdMap::new(); def.indexes.len()],
             text,
-        })
+        }
     }
 
     /// Computes the key and index keys of `row`, runs the validator and the unique checks.
