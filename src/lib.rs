@@ -26,6 +26,7 @@
 pub mod agent;
 pub mod bm25;
 pub mod context;
+pub mod eval;
 pub mod events;
 pub mod exec;
 pub mod hooks;

@@ -5,7 +5,7 @@ use crate::exec::{self, HookHandler, ToolHandler};
 use crate::hooks::{self, Hook};
 use crate::skills::{self, Skill};
 use crate::store::{BUILTIN_SCHEMA, SchemaError, Store, StoreBuilder, Table};
-use crate::tools::{self, Tool};
+use crate::tools::{self, Tool, ToolTextOptions};
 
 /// The built-in `tools` table (see [`Tool`]): key = qualified name; indexes `name`, `source`,
 /// `tags`, `skill`; BM25 text index.
@@ -72,8 +72,15 @@ pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
 pub(crate) const BUILTIN_TABLES: usize = 5;
 
 fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
+    declare_builtins_with(builder, tools::schema())
+}
+
+fn declare_builtins_with(
+    builder: &mut StoreBuilder,
+    tools: crate::store::TableSchema<Tool>,
+) -> Result<(), SchemaError> {
     // The order fixes the positions that TOOLS, SKILLS, HOOKS, HANDLERS and HOOK_HANDLERS name.
-    builder.table(tools::schema())?;
+    builder.table(tools)?;
     builder.table(skills::schema())?;
     builder.table(hooks::schema())?;
     builder.table(exec::handler_schema())?;
@@ -108,6 +115,32 @@ impl Store {
         // fail, a bare builder is returned and every built-in handle reports TableMismatch,
         // rather than the library panicking.
         StoreBuilder::with_builtins(declare_builtins).unwrap_or_default()
+    }
+}
+
+impl Store {
+    /// An empty store like [`Store::new`], whose tools table indexes text with `options`
+    /// (tokenizer, BM25 parameters, field weights) instead of the defaults.
+    ///
+    /// Fails if the options are out of range (a negative `k1`, `b` above 1, a negative weight).
+    ///
+    /// ```
+    /// use capstore::tools::ToolTextOptions;
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let mut options = ToolTextOptions::default();
+    /// options.index.params.k1 = 0.9;
+    /// let store = Store::with_tool_text(options)?;
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather")))?;
+    /// assert_eq!(store.snapshot().text_index(&TOOLS)?.config().params.k1, 0.9);
+    ///
+    /// let mut bad = ToolTextOptions::default();
+    /// bad.index.params.b = 2.0;
+    /// assert!(Store::with_tool_text(bad).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_tool_text(options: ToolTextOptions) -> Result<Store, SchemaError> {
+        let tools = tools::tools_schema_with(options);
+        StoreBuilder::with_builtins(|b| declare_builtins_with(b, tools)).map(StoreBuilder::build)
     }
 }
 

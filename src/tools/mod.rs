@@ -29,7 +29,9 @@ pub use names::{
     name_counts, sanitize,
 };
 pub use record::{Tool, check_label};
-pub use text::{tool_text, walk_schema};
+pub use text::{
+    DEFAULT_NAME_WEIGHT, DEFAULT_PARAM_DOCS_WEIGHT, ToolTextOptions, tool_text, walk_schema,
+};
 
 use crate::store::{IndexSchema, TableSchema, TextSchema};
 
@@ -37,13 +39,30 @@ use crate::store::{IndexSchema, TableSchema, TextSchema};
 ///
 /// Primary key: the qualified name. Indexes: `name`, `source`, `tags` (multi), `skill` (multi:
 /// the skills that bundle the tool). Text index fields: `name`, `description`, `tags`,
-/// `params` (parameter names), `param_docs` (parameter descriptions), `skills`.
+/// `params` (parameter names), `param_docs` (parameter descriptions), `skills`, tokenized and
+/// weighted as [`ToolTextOptions::default`] says (light stemming; `name` 2, `param_docs` 0.5).
 pub(crate) fn schema() -> TableSchema<Tool> {
+    tools_schema_with(ToolTextOptions::default())
+}
+
+/// The declaration of the `tools` table with its text index configured by `options` (the
+/// built-in table uses [`ToolTextOptions::default`]); see [`Store::with_tool_text`](crate::Store::with_tool_text).
+///
+/// ```
+/// use capstore::tools::{ToolTextOptions, tools_schema_with};
+/// let schema = tools_schema_with(ToolTextOptions::default());
+/// assert!(format!("{schema:?}").contains("text_index: true"));
+/// ```
+pub fn tools_schema_with(options: ToolTextOptions) -> TableSchema<Tool> {
     TableSchema::new("tools", |t: &Tool| t.qualified_name())
         .index(IndexSchema::single("name", |t: &Tool| Some(t.name.clone())))
         .index(IndexSchema::single("source", |t: &Tool| t.source.clone()))
         .index(IndexSchema::multi("tags", |t: &Tool| t.tags.clone()))
         .index(IndexSchema::multi("skill", |t: &Tool| t.skills.clone()))
         .validator(Tool::validate)
-        .text_index(TextSchema::new(tool_text))
+        .text_index(
+            TextSchema::new(tool_text)
+                .tokenizer(options.tokenizer)
+                .config(options.index),
+        )
 }

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::bm25::{IndexConfig, TokenizerConfig};
 use crate::store::TextFields;
 
 use super::record::Tool;
@@ -9,6 +10,78 @@ use super::record::Tool;
 /// How deep [`walk_schema`] follows nested schemas: deep enough for real tools, bounded so that
 /// a pathological schema costs little.
 const MAX_SCHEMA_DEPTH: usize = 16;
+
+/// How the tools table's text index turns tools into terms and scores them: the tokenizer and
+/// the BM25 parameters with field weights (fields: `name`, `description`, `tags`, `params`,
+/// `param_docs`, `skills`; a field weighing 0 is left out of the index).
+///
+/// # Defaults, and why
+/// Measured with `capstore eval` on three public tool-retrieval sets (MetaTool, Seal-Tools,
+/// StableToolBench; `BENCHMARKS.md`, "Selection quality"), one configuration for all:
+/// - the default tokenizer (identifier splitting, stop words) **plus light stemming**
+///   ([`crate::bm25::stem`]): users write "papers", "translating", tools say "paper",
+///   "translate" (+5.7 nDCG@10 on MetaTool, +1.6 on StableToolBench, −1.1 on Seal-Tools);
+/// - field weights `name` = 2 (a tool's name is its most specific text) and `param_docs` = 0.5
+///   (parameter descriptions help, but they are long and repetitive: "The type of ...");
+///   every other field 1;
+/// - BM25 `k1` = 1.2, `b` = 0.75 (other values moved nDCG@10 by less than a point, in no
+///   consistent direction).
+///
+/// [`Store::new`](crate::Store::new) uses [`ToolTextOptions::default`];
+/// [`Store::with_tool_text`](crate::Store::with_tool_text) takes others, which is how the
+/// `capstore eval` command measures each lever.
+///
+/// ```
+/// use capstore::tools::ToolTextOptions;
+/// use capstore::{Store, Tool, TOOLS};
+///
+/// let mut options = ToolTextOptions::default();
+/// options.index.field_weights.insert("param_docs".into(), 0.0);
+/// options.tokenizer.stemming = false;
+/// let store = Store::with_tool_text(options)?;
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("read_file", "Read a file")))?;
+/// assert_eq!(store.snapshot().search(&TOOLS, "read files", 1)?.len(), 1);
+///
+/// let default = ToolTextOptions::default();
+/// assert!(default.tokenizer.stemming);
+/// assert_eq!(default.index.field_weight("name"), 2.0);
+/// assert_eq!(default.index.field_weight("param_docs"), 0.5);
+/// assert_eq!(default.index.field_weight("description"), 1.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolTextOptions {
+    /// How text becomes terms (documents and queries alike). Default: the default
+    /// [`TokenizerConfig`] with `stemming` on.
+    pub tokenizer: TokenizerConfig,
+    /// `k1`, `b` and the field weights. Default: k1 = 1.2, b = 0.75, `name` 2, `param_docs`
+    /// 0.5, other fields 1.
+    pub index: IndexConfig,
+}
+
+/// The default weight of the `name` field of the tools table.
+pub const DEFAULT_NAME_WEIGHT: f32 = 2.0;
+/// The default weight of the `param_docs` field (parameter descriptions) of the tools table.
+pub const DEFAULT_PARAM_DOCS_WEIGHT: f32 = 0.5;
+
+impl Default for ToolTextOptions {
+    fn default() -> Self {
+        let mut index = IndexConfig::default();
+        index
+            .field_weights
+            .insert("name".into(), DEFAULT_NAME_WEIGHT);
+        index
+            .field_weights
+            .insert("param_docs".into(), DEFAULT_PARAM_DOCS_WEIGHT);
+        ToolTextOptions {
+            tokenizer: TokenizerConfig {
+                stemming: true,
+                ..TokenizerConfig::default()
+            },
+            index,
+        }
+    }
+}
 
 /// Fills a tool's text document: `name`, `description`, `tags`, `params` (parameter names),
 /// `param_docs` (parameter descriptions) and `skills` (names of the skills that bundle it).
