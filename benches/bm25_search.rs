@@ -21,7 +21,9 @@
 //!    the fixed set, cycling), `index_insert_10k`, `index_remove_10k`, `index_build_10k`.
 //!
 //! Steps 1–3 print to stderr. Without `--bench` (as under `cargo test --benches`) the binary only
-//! runs the sanity check and criterion's one-iteration test mode, at N = 100 and 1,000.
+//! runs the sanity check and criterion's one-iteration test mode, at N = 100 and 1,000. With the
+//! environment variable `BM25_BENCH_QUICK` set, a `--bench` run also stops at N = 1,000 and skips
+//! the memory report (for iterating on the index; not for published numbers).
 //!
 //! The counting allocator adds two atomic increments to every allocation and deallocation, for
 //! both contenders alike; step 1 reports how many allocations a query makes.
@@ -513,7 +515,14 @@ fn bench_writes(crit: &mut Criterion, base: &Bm25Index, corpus: &Corpus) {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not (criterion's test mode).
     let bench_mode = std::env::args().any(|a| a == "--bench");
-    let sizes: &[usize] = if bench_mode { &SIZES } else { &SIZES[..2] };
+    // `BM25_BENCH_QUICK=1` (for iterating on the index): N = 100 and 1,000 only, no memory
+    // report. Published numbers come from full runs without it.
+    let quick = std::env::var_os("BM25_BENCH_QUICK").is_some();
+    let sizes: &[usize] = if bench_mode && !quick {
+        &SIZES
+    } else {
+        &SIZES[..2]
+    };
     let largest = *sizes.iter().max().expect("at least one size");
 
     let t = Instant::now();
@@ -535,7 +544,7 @@ fn main() {
         "the synthetic corpus is not prefix-stable"
     );
 
-    if bench_mode {
+    if bench_mode && !quick {
         memory_report(&corpus);
     }
 

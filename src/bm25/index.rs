@@ -12,9 +12,10 @@ use super::document::Document;
 use super::error::Bm25Error;
 use super::merge::{MERGE_FACTOR, merge, next_merge};
 use super::postings::{Posting, accumulate};
-use super::query::{Corpus, Prepared, QueryTerm};
+use super::query::Corpus;
+use super::query::{Prepared, QueryTerm};
 use super::scoring::Explanation;
-use super::scratch::with_scores;
+use super::scratch::with_scratch;
 use super::segment::Segment;
 use super::tombstones::Tombstones;
 use super::topk::TopK;
@@ -413,7 +414,7 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn search<S: AsRef<str>>(&self, query: &[S], k: usize) -> Vec<Hit> {
-        self.run(&self.corpus().prepare(query), k, None)
+        self.run(query.len(), |i| (term_at(query, i), 1.0), k, None)
     }
 
     /// [`search`](Self::search) among the documents whose key `keep` accepts. `keep` runs only
@@ -436,7 +437,7 @@ impl Bm25Index {
         k: usize,
         keep: impl Fn(&str) -> bool,
     ) -> Vec<Hit> {
-        self.run(&self.corpus().prepare(query), k, Some(&keep))
+        self.run(query.len(), |i| (term_at(query, i), 1.0), k, Some(&keep))
     }
 
     /// [`search_filtered`](Self::search_filtered) for a weighted query: each (term, weight)
@@ -463,18 +464,28 @@ impl Bm25Index {
         k: usize,
         keep: impl Fn(&str) -> bool,
     ) -> Vec<Hit> {
-        let corpus = self.corpus();
-        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
-        self.run(&query, k, Some(&keep))
+        self.run(query.len(), |i| weighted_at(query, i), k, Some(&keep))
     }
 
-    /// Scores every posting of the query's terms into the thread's dense score array, then
-    /// selects the top `k`.
-    fn run(&self, query: &Prepared<'_>, k: usize, keep: Option<&dyn Fn(&str) -> bool>) -> Vec<Hit> {
-        if k == 0 || query.terms.is_empty() {
+    /// Prepares the query (`len` tokens, token `i` being `token(i)` = (text, weight)) in the
+    /// thread's scratch, scores every posting of its terms into the scratch's dense score
+    /// array, then selects the top `k`.
+    fn run<'q>(
+        &self,
+        len: usize,
+        token: impl Fn(usize) -> (&'q str, f32),
+        k: usize,
+        keep: Option<&dyn Fn(&str) -> bool>,
+    ) -> Vec<Hit> {
+        if k == 0 || len == 0 {
             return Vec::new();
         }
-        with_scores(self.next_slot as usize, |scores| {
+        with_scratch(|scratch| {
+            self.corpus().prepare_into(&mut scratch.query, len, token);
+            if scratch.query.terms.is_empty() {
+                return Vec::new();
+            }
+            let (query, scores, top) = scratch.split(self.next_slot as usize);
             for t in &query.terms {
                 for &(seg, id) in query.found(t) {
                     if let Some(seg) = self.segments.get(seg) {
@@ -482,7 +493,20 @@ impl Bm25Index {
                     }
                 }
             }
-            self.select(scores, k, keep)
+            self.select(scores, k, keep, top)
+        })
+    }
+
+    /// Runs `f` on the prepared query (in the thread's scratch).
+    fn with_prepared<'q, R>(
+        &self,
+        len: usize,
+        token: impl Fn(usize) -> (&'q str, f32),
+        f: impl FnOnce(&Prepared) -> R,
+    ) -> R {
+        with_scratch(|scratch| {
+            self.corpus().prepare_into(&mut scratch.query, len, token);
+            f(&scratch.query)
         })
     }
 
@@ -493,9 +517,10 @@ impl Bm25Index {
         scores: &mut [f32],
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
+        buffer: &mut Vec<(f32, u32)>,
     ) -> Vec<Hit> {
         let key = |slot: u32| self.locate(slot).and_then(|(seg, doc)| seg.key(doc));
-        let mut top = TopK::new(k);
+        let mut top = TopK::new(k, buffer);
         let check_dead = !self.dead.is_empty();
         for (slot, score) in scores.iter_mut().enumerate() {
             let s = std::mem::take(score);
@@ -530,7 +555,11 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn score<S: AsRef<str>>(&self, key: &str, query: &[S]) -> Option<f32> {
-        self.score_prepared(key, &self.corpus().prepare(query))
+        self.with_prepared(
+            query.len(),
+            |i| (term_at(query, i), 1.0),
+            |prepared| self.score_prepared(key, prepared),
+        )
     }
 
     /// [`score`](Self::score) for a weighted query (see
@@ -547,12 +576,14 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn score_weighted<S: AsRef<str>>(&self, key: &str, query: &[(S, f32)]) -> Option<f32> {
-        let corpus = self.corpus();
-        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
-        self.score_prepared(key, &query)
+        self.with_prepared(
+            query.len(),
+            |i| weighted_at(query, i),
+            |prepared| self.score_prepared(key, prepared),
+        )
     }
 
-    fn score_prepared(&self, key: &str, query: &Prepared<'_>) -> Option<f32> {
+    fn score_prepared(&self, key: &str, query: &Prepared) -> Option<f32> {
         let slot = *self.slots.get(key)?;
         let dl = self.locate(slot).and_then(|(seg, doc)| seg.doc_len(doc))?;
         let mut total = 0.0f32;
@@ -581,7 +612,12 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn explain<S: AsRef<str>>(&self, key: &str, query: &[S]) -> Option<Explanation> {
-        self.explain_prepared(key, &self.corpus().prepare(query))
+        let text = |i| term_at(query, i);
+        self.with_prepared(
+            query.len(),
+            |i| (text(i), 1.0),
+            |prepared| self.explain_prepared(key, prepared, text),
+        )
     }
 
     /// [`explain`](Self::explain) for a weighted query (see
@@ -601,19 +637,27 @@ impl Bm25Index {
         key: &str,
         query: &[(S, f32)],
     ) -> Option<Explanation> {
-        let corpus = self.corpus();
-        let query = corpus.prepare_weighted(query.iter().map(|(t, w)| (t.as_ref(), *w)));
-        self.explain_prepared(key, &query)
+        self.with_prepared(
+            query.len(),
+            |i| weighted_at(query, i),
+            |prepared| self.explain_prepared(key, prepared, |i| weighted_at(query, i).0),
+        )
     }
 
-    fn explain_prepared(&self, key: &str, query: &Prepared<'_>) -> Option<Explanation> {
+    /// [`Self::explain`] of a prepared query whose token `i` has the text `text(i)`.
+    fn explain_prepared<'q>(
+        &self,
+        key: &str,
+        query: &Prepared,
+        text: impl Fn(usize) -> &'q str,
+    ) -> Option<Explanation> {
         let (key, &slot) = self.slots.get_key_value(key)?;
         let dl = self.locate(slot).and_then(|(seg, doc)| seg.doc_len(doc))?;
         let mut score = 0.0f32;
         let mut explained = Vec::new();
         for t in &query.terms {
             if let Some(tf) = self.tf(query, t, slot) {
-                let term = t.scorer.explain(t.term, tf, dl);
+                let term = t.scorer.explain(text(t.token), tf, dl);
                 score += term.score;
                 explained.push(term);
             }
@@ -693,11 +737,23 @@ impl Bm25Index {
     }
 
     /// The frequency of query term `t` in the document at `slot`, if it contains it.
-    fn tf(&self, query: &Prepared<'_>, t: &QueryTerm<'_>, slot: u32) -> Option<f32> {
+    fn tf(&self, query: &Prepared, t: &QueryTerm, slot: u32) -> Option<f32> {
         let at = self.segments.partition_point(|s| s.hi <= slot);
         let &(_, id) = query.found(t).iter().find(|&&(seg, _)| seg == at)?;
         self.segments.get(at)?.tf(id, slot)
     }
+}
+
+/// The text of token `i` of a plain query (`i` is always in range; "" otherwise).
+#[inline]
+fn term_at<S: AsRef<str>>(query: &[S], i: usize) -> &str {
+    query.get(i).map_or("", AsRef::as_ref)
+}
+
+/// Token `i` of a weighted query: its text and weight.
+#[inline]
+fn weighted_at<S: AsRef<str>>(query: &[(S, f32)], i: usize) -> (&str, f32) {
+    query.get(i).map_or(("", 0.0), |(t, w)| (t.as_ref(), *w))
 }
 
 #[cfg(test)]

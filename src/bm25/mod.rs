@@ -55,10 +55,13 @@
 //!   removals leave more dead slots than live ones (plus 256), or on [`Bm25Index::compact`], all
 //!   segments merge into one and slots are renumbered densely.
 //! - **Queries** hash each distinct query term once, probe each segment's dictionary, sum
-//!   `df`, then score every posting into a dense `f32` array indexed by slot (reused per thread)
-//!   with the length norm computed in the loop (`N`, `avgdl` and `df` change with every write,
-//!   so nothing is precomputed per posting; DESIGN.md measured that computing the norm costs no
-//!   more than reading a stored one), then one pass keeps the top k, skipping tombstones.
+//!   `df`, then score every posting into a dense `f32` array indexed by slot with the length
+//!   norm computed in the loop (`N`, `avgdl` and `df` change with every write, so nothing is
+//!   precomputed per posting; DESIGN.md measured that computing the norm costs no more than
+//!   reading a stored one), then one pass keeps the top k, skipping tombstones and looking up
+//!   keys only for ties and the final k. The score array, the prepared terms and the top-k
+//!   candidates live in a per-thread scratch (`scratch.rs`), so a query allocates once: its
+//!   result.
 //!
 //! # Operation costs
 //!
@@ -82,24 +85,33 @@
 //! `cargo bench --bench bm25_search` on this (shared, 2-core) machine: the benches' synthetic
 //! corpus (55 tokens and 45 distinct terms a document, queries of 23 tokens, no stop words), an
 //! index built by inserting documents one at a time (not compacted), against the benches' flat
-//! yardstick (postings in `Vec`s, dense scores, sorted top-k insert).
+//! yardstick (postings in `Vec`s, dense scores, sorted top-k insert). One run (BENCHMARKS.md has
+//! the details); the machine's speed drifts by tens of percent between runs.
 //!
 //! | | N = 100 | 1,000 | 10,000 | 100,000 |
 //! |---|---|---|---|---|
 //! | segments after N single inserts | 4 | 4 | 8 | 10 |
-//! | top-10 query, flat yardstick (criterion mean) | 4.95 µs | 15.4 µs | 87.5 µs | 1.49 ms |
-//! | top-10 query, this index | 7.58 µs (1.53×) | 17.7 µs (1.15×) | 104 µs (1.19×) | 1.44 ms (0.97×) |
+//! | top-10 query, flat yardstick (criterion) | 4.73 µs | 15.3 µs | 94.9 µs | 1.32 ms |
+//! | top-10 query, this index | 6.88 µs (1.46×) | 16.1 µs (1.05×) | 161 µs (1.69×) | 1.41 ms (1.06×) |
+//! | per-query p50, this index / flat | 1.35× | 1.08× | 1.65× | 1.21× |
 //! | memory per document (flat: 808 / 618 B) | | | 1,362 B | 988 B |
 //!
-//! Writes into a 10,000-document index (a fresh clone each time, as the store does): insert
-//! 8.0 µs, remove 7.3 µs (criterion means; about 6 µs at p50 when no merge is due). Building
-//! 10,000 documents by single inserts takes 166 ms, 16.6 µs an insert with its share of merges;
-//! the worst single write merges everything: 11 ms at 10,000 documents, 100 ms at 100,000
-//! (measured with [`Bm25Index::compact`]).
+//! The 10,000 column was a slow draw: reruns of the same binary gave between 0.75× and 1.7× there
+//! (and the code before the scratch reuse 1.03–1.42×, interleaved with them).
 //!
-//! At N = 100 the fixed cost of a query weighs most (hashing the query, one probe per segment
-//! and term, an `ln` per term, five allocations): the gap is 2.6 µs, and 1.1–1.3× after
-//! [`Bm25Index::compact`], which a caller can run after a bulk load.
+//! Writes into a 10,000-document index (a fresh clone each time, as the store does): insert
+//! 8.4 µs, remove 6.8 µs (criterion medians). Building 10,000 documents by single inserts takes
+//! 173 ms, 17.3 µs an insert with its share of merges; the worst single write merges everything:
+//! 11 ms at 10,000 documents, 100 ms at 100,000 (measured with [`Bm25Index::compact`] before
+//! this round, whose changes do not touch merges).
+//!
+//! At N = 100 the fixed cost of a query weighs most: hashing and sorting the query's 23 tokens,
+//! one probe per term and segment, an `ln` per term, about 35% of the time under `perf`; the
+//! gap to flat is about 2 µs. A query makes one allocation (its result), like flat; it made five
+//! before the prepared terms and the top-k buffer moved into the per-thread scratch, and the
+//! top-k took 18% of a query (7% now) before it stopped moving candidates up by swaps.
+//! [`Bm25Index::compact`], which a caller can run after a bulk load, leaves one segment and one
+//! probe per term.
 //!
 //! Unit tests fold term hashes to 6 bits so that every one of them exercises the collision
 //! chains; `tests/bm25_model.rs` checks the index against a brute-force scorer after every step

@@ -1,8 +1,13 @@
 //! A query's tokens → its distinct terms, each with its scorer and where its postings are.
 //!
 //! Tokens are aggregated first (a term repeated in the query is scored once and multiplied by
-//! its count, or by the sum of its weights in a weighted query), so a 100 KB query costs one hash per token, one probe per distinct term and
-//! segment, and one pass over each distinct term's postings, not one pass per token.
+//! its count, or by the sum of its weights in a weighted query), so a 100 KB query costs one
+//! hash per token, one probe per distinct term and segment, and one pass over each distinct
+//! term's postings, not one pass per token.
+//!
+//! A [`Prepared`] query holds no borrow of the query's text (terms are named by the index of
+//! one of their tokens), so its buffers can live in the per-thread scratch and be refilled by
+//! the next query without allocating.
 
 use std::sync::Arc;
 
@@ -11,24 +16,38 @@ use super::scoring::{Bm25Params, TermScorer};
 use super::segment::{Segment, same_bytes};
 
 /// One distinct query term that at least one live document contains.
-pub(crate) struct QueryTerm<'a> {
-    pub(crate) term: &'a str,
+pub(crate) struct QueryTerm {
+    /// The index in the query of the term's first occurrence (its text).
+    pub(crate) token: usize,
     pub(crate) scorer: TermScorer,
-    /// `(segment index, term id)` of every segment that has the term: a range of
-    /// [`Prepared::found`].
-    found: std::ops::Range<usize>,
+    /// `(segment index, term id)` of every segment that has the term: the range
+    /// `found_from..found_to` of [`Prepared::found`].
+    found_from: usize,
+    found_to: usize,
 }
 
 /// A query ready to run against one version of the index.
-pub(crate) struct Prepared<'a> {
-    pub(crate) terms: Vec<QueryTerm<'a>>,
+#[derive(Default)]
+pub(crate) struct Prepared {
+    pub(crate) terms: Vec<QueryTerm>,
     found: Vec<(usize, u32)>,
+    /// Scratch: `(hash, index in the query)` of every token.
+    tokens: Vec<(u64, usize)>,
 }
 
-impl Prepared<'_> {
+impl Prepared {
+    pub(crate) const fn new() -> Self {
+        Self {
+            terms: Vec::new(),
+            found: Vec::new(),
+            tokens: Vec::new(),
+        }
+    }
+
     /// Where term `t`'s postings are: `(segment index, term id)` pairs, oldest segment first.
-    pub(crate) fn found(&self, t: &QueryTerm<'_>) -> &[(usize, u32)] {
-        self.found.get(t.found.clone()).unwrap_or_default()
+    #[inline]
+    pub(crate) fn found(&self, t: &QueryTerm) -> &[(usize, u32)] {
+        self.found.get(t.found_from..t.found_to).unwrap_or_default()
     }
 }
 
@@ -40,39 +59,55 @@ pub(crate) struct Corpus<'a> {
     pub(crate) avgdl: f32,
 }
 
-impl<'a> Corpus<'a> {
-    /// The query's distinct live terms, each weighing its number of occurrences.
-    pub(crate) fn prepare<S: AsRef<str>>(&self, query: &'a [S]) -> Prepared<'a> {
-        self.prepare_weighted(query.iter().map(|t| (t.as_ref(), 1.0)))
-    }
-
-    /// The query's distinct live terms, each weighing the sum of its occurrences' weights;
+impl Corpus<'_> {
+    /// Refills `out` with the distinct live terms of a query of `len` tokens, token `i` being
+    /// `token(i)` = (text, weight): each term weighs the sum of its occurrences' weights, and
     /// terms whose weight is not positive (or NaN) are left out. In a fixed order (by hash,
     /// then text): `search`, `score` and `explain` all sum in this order, so they agree to the
     /// bit.
-    pub(crate) fn prepare_weighted(
+    pub(crate) fn prepare_into<'q>(
         &self,
-        query: impl ExactSizeIterator<Item = (&'a str, f32)>,
-    ) -> Prepared<'a> {
-        let mut tokens: Vec<(u64, &'a str, f32)> =
-            query.map(|(t, w)| (term_hash(t), t, w)).collect();
-        // By hash alone (integer compares; sorting by text cost a tenth of a small query), then
-        // by text only within a run of equal hashes holding different terms (a collision).
-        tokens.sort_unstable_by_key(|&(hash, _, _)| hash);
+        out: &mut Prepared,
+        len: usize,
+        token: impl Fn(usize) -> (&'q str, f32),
+    ) {
+        let Prepared {
+            terms,
+            found,
+            tokens,
+        } = out;
+        terms.clear();
+        found.clear();
+        tokens.clear();
+        let text = |i: usize| token(i).0;
+        tokens.extend((0..len).map(|i| (term_hash(text(i)), i)));
+        // By hash (integer compares; sorting by text cost a tenth of a small query), then by
+        // position, so that a term's weights are summed in query order; by text only within a
+        // run of equal hashes holding different terms (a collision), stably.
+        tokens.sort_unstable();
         for run in tokens.chunk_by_mut(|a, b| a.0 == b.0) {
-            let first = run[0].1.as_bytes();
-            if run.len() > 1 && run.iter().any(|t| !same_bytes(t.1.as_bytes(), first)) {
-                run.sort_unstable_by(|a, b| a.1.cmp(b.1));
+            if let [first, rest @ ..] = &*run {
+                let first = text(first.1).as_bytes();
+                if rest
+                    .iter()
+                    .any(|t| !same_bytes(text(t.1).as_bytes(), first))
+                {
+                    run.sort_by(|a, b| text(a.1).cmp(text(b.1)));
+                }
             }
         }
-        let mut terms = Vec::with_capacity(tokens.len());
-        let mut found = Vec::with_capacity(tokens.len() * self.segments.len());
-        for run in tokens.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
-            let (hash, term, _) = run[0];
-            let weight: f64 = run.iter().map(|t| f64::from(t.2)).sum();
+        let same_term = |a: &(u64, usize), b: &(u64, usize)| {
+            a.0 == b.0 && same_bytes(text(a.1).as_bytes(), text(b.1).as_bytes())
+        };
+        for run in tokens.chunk_by(same_term) {
+            let Some(&(hash, first)) = run.first() else {
+                continue;
+            };
+            let weight: f64 = run.iter().map(|t| f64::from(token(t.1).1)).sum();
             if weight.is_nan() || weight <= 0.0 {
                 continue;
             }
+            let term = text(first);
             let start = found.len();
             let mut df = 0i64;
             for (i, seg) in self.segments.iter().enumerate() {
@@ -89,12 +124,12 @@ impl<'a> Corpus<'a> {
             let scorer =
                 TermScorer::weighted(self.params, df, self.n_docs, self.avgdl, count, weight);
             terms.push(QueryTerm {
-                term,
+                token: first,
                 scorer,
-                found: start..found.len(),
+                found_from: start,
+                found_to: found.len(),
             });
         }
-        Prepared { terms, found }
     }
 
     /// The number of live documents containing `term`.

@@ -1,27 +1,62 @@
-//! The dense score array a query accumulates into, reused across queries on each thread.
+//! What a query needs besides the index, reused across queries on each thread: the dense score
+//! array it accumulates into, the buffers of its prepared terms and its top-k candidates.
 //!
-//! Allocating it per query costs more than the query at large N: 400 KB at N = 100,000 is
-//! above the allocator's mmap threshold, so every query would fault in fresh zeroed pages. The
-//! buffer is *taken out* of the thread-local while in use, so a re-entrant query (a `keep`
-//! filter that itself searches) gets its own buffer instead of a `RefCell` panic, and a panic
-//! mid-query drops the buffer instead of leaving dirty scores behind.
+//! Allocating the score array per query costs more than the query at large N: 400 KB at
+//! N = 100,000 is above the allocator's mmap threshold, so every query would fault in fresh
+//! zeroed pages. The other buffers are small, but allocating them per query was four of a
+//! query's five allocations, a visible share of a query at N = 100. The scratch is *taken out*
+//! of the thread-local while in use, so a re-entrant query (a `keep` filter that itself
+//! searches) gets its own buffers instead of a `RefCell` panic, and a panic mid-query drops the
+//! buffers instead of leaving dirty scores behind.
 
 use std::cell::Cell;
 
-thread_local! {
-    static SCORES: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+use super::query::Prepared;
+
+/// One query's reusable buffers.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// All zero between queries (the top-k scan resets every score it reads).
+    scores: Vec<f32>,
+    /// The query's distinct terms, refilled by [`super::query::Corpus::prepare_into`].
+    pub(crate) query: Prepared,
+    /// The top-k candidates.
+    pub(crate) top: Vec<(f32, u32)>,
 }
 
-/// Runs `f` on an all-zero buffer of `len` scores. `f` must leave every score at zero again
-/// (the top-k scan does, as it reads them), since the buffer is kept for the next query.
-pub(crate) fn with_scores<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    let mut buf = SCORES.try_with(Cell::take).unwrap_or_default();
-    if buf.len() < len {
-        buf.resize(len, 0.0);
+impl Scratch {
+    const fn new() -> Self {
+        Self {
+            scores: Vec::new(),
+            query: Prepared::new(),
+            top: Vec::new(),
+        }
     }
-    let result = f(buf.get_mut(..len).unwrap_or_default());
-    // Ignored failure: the thread is exiting, the buffer is simply freed.
-    let _ = SCORES.try_with(|cell| cell.set(buf));
+
+    /// The query and an all-zero score array of `len` slots, borrowed together. The caller
+    /// must leave every score at zero again (the top-k scan does, as it reads them).
+    pub(crate) fn split(&mut self, len: usize) -> (&Prepared, &mut [f32], &mut Vec<(f32, u32)>) {
+        if self.scores.len() < len {
+            self.scores.resize(len, 0.0);
+        }
+        (
+            &self.query,
+            self.scores.get_mut(..len).unwrap_or_default(),
+            &mut self.top,
+        )
+    }
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = const { Cell::new(Scratch::new()) };
+}
+
+/// Runs `f` on this thread's scratch (or on fresh buffers, if a query is already using it).
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = SCRATCH.try_with(Cell::take).unwrap_or_default();
+    let result = f(&mut scratch);
+    // Ignored failure: the thread is exiting, the buffers are simply freed.
+    let _ = SCRATCH.try_with(|cell| cell.set(scratch));
     result
 }
 
@@ -31,12 +66,13 @@ mod tests {
 
     #[test]
     fn buffers_come_back_zeroed_and_nest() {
-        with_scores(4, |outer| {
-            assert_eq!(outer, [0.0; 4]);
-            outer[1] = 3.0;
-            with_scores(8, |inner| assert_eq!(inner, [0.0; 8]));
-            outer[1] = 0.0;
+        with_scratch(|outer| {
+            let (_, scores, _) = outer.split(4);
+            assert_eq!(scores, [0.0; 4]);
+            scores[1] = 3.0;
+            with_scratch(|inner| assert_eq!(inner.split(8).1, [0.0; 8]));
+            scores[1] = 0.0;
         });
-        with_scores(2, |again| assert_eq!(again, [0.0; 2]));
+        with_scratch(|again| assert_eq!(again.split(2).1, [0.0; 2]));
     }
 }

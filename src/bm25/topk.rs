@@ -1,26 +1,31 @@
 //! Keeping the k best (score, slot) pairs of a stream: higher score first, then smaller key.
 //!
-//! For small k (the common top 10) the best k are kept sorted and a candidate is inserted in
-//! place: few candidates beat a warm threshold, and this costs less than any batching (selecting
-//! from a buffer cost a fifth of a query at N = 100). For large k, where a sorted insert is O(k),
-//! candidates are appended to a buffer of about 2k; when it fills, `select_nth_unstable` keeps
-//! the best k, so the work stays linear in the candidates. Either way the admission threshold is
-//! the k-th score. Keys are looked up only to break ties and for the final k, since finding a
-//! slot's key costs two binary searches: looking it up for every candidate cost a fifth of a
-//! query.
+//! For small k (the common top 10) the first k candidates are collected unsorted and sorted
+//! once; after that the best k stay sorted and a candidate that beats the k-th takes its place:
+//! few candidates beat a warm threshold, and this costs less than any batching (selecting from
+//! a buffer cost a fifth of a query at N = 100). The place is found by counting the better
+//! scores without a data-dependent branch: moving the candidate up by swaps, one compare at a
+//! time, took 18% of a query's time at N = 100 under `perf` (store-to-load stalls and
+//! mispredicted loop exits), counting takes about 7%. For large k, where a
+//! sorted insert is O(k), candidates are appended to a buffer of about 2k; when it fills,
+//! `select_nth_unstable` keeps the best k, so the work stays linear in the candidates. Either
+//! way the admission threshold is the k-th score. Keys are looked up only to break ties and for
+//! the final k, since finding a slot's key costs two binary searches: looking it up for every
+//! candidate cost a fifth of a query. The buffer is the thread's scratch (`scratch.rs`).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::index::Hit;
 
-pub(crate) struct TopK {
+pub(crate) struct TopK<'b> {
     k: usize,
     /// Prune when the buffer reaches this length.
     limit: usize,
     /// Scores below this cannot enter the top k (scores equal to it may, on a smaller key).
     threshold: f32,
-    items: Vec<(f32, u32)>,
+    /// A buffer reused across queries (see `scratch.rs`).
+    items: &'b mut Vec<(f32, u32)>,
 }
 
 /// Up to this k, candidates are inserted in sorted order.
@@ -35,13 +40,16 @@ fn rank<'k>(
     b.0.total_cmp(&a.0).then_with(|| key(a.1).cmp(&key(b.1)))
 }
 
-impl TopK {
-    pub(crate) fn new(k: usize) -> Self {
+impl<'b> TopK<'b> {
+    /// An empty top `k`, keeping its candidates in `buffer` (cleared first).
+    pub(crate) fn new(k: usize, buffer: &'b mut Vec<(f32, u32)>) -> Self {
+        buffer.clear();
+        buffer.reserve(k.min(SORTED_UP_TO) + 1);
         Self {
             k,
             limit: k.saturating_mul(2).max(k.saturating_add(32)),
             threshold: f32::NEG_INFINITY,
-            items: Vec::with_capacity(k.min(SORTED_UP_TO) + 1),
+            items: buffer,
         }
     }
 
@@ -68,25 +76,41 @@ impl TopK {
         let better =
             |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
         let item = (score, slot);
-        if self.items.len() < self.k {
+        let k = self.k;
+        if self.items.len() + 1 < k {
+            // Filling up: no threshold yet, so order does not matter until the k-th arrives.
             self.items.push(item);
+            return;
+        }
+        if self.items.len() + 1 == k {
+            self.items.push(item);
+            self.items.sort_unstable_by(|a, b| rank(a, b, key));
         } else {
-            match self.items.last_mut() {
-                Some(last) if better(&item, last) => *last = item,
-                _ => return,
+            let items = &mut self.items[..];
+            if !items.last().is_some_and(|last| better(&item, last)) {
+                return;
+            }
+            // The candidate's place is the number of items better than it (they are sorted):
+            // counted without a data-dependent branch, then the worse ones move down one place.
+            // Cheaper than moving items one compare at a time, whose loop exit the CPU
+            // mispredicts on every candidate.
+            let (mut at, mut tie) = (0usize, false);
+            for x in items.iter() {
+                at += usize::from(x.0 > score);
+                tie |= x.0 == score;
+            }
+            if tie {
+                at = items.iter().filter(|x| better(x, &item)).count();
+            }
+            if let Some(tail) = items.get_mut(at..) {
+                tail.rotate_right(1);
+                if let Some(first) = tail.first_mut() {
+                    *first = item;
+                }
             }
         }
-        // Bubble up from the bottom: a new candidate usually only just beats the threshold, so
-        // this moves few items (cheaper than a binary search and a shifting insert).
-        let mut i = self.items.len() - 1;
-        while i > 0 && better(&self.items[i], &self.items[i - 1]) {
-            self.items.swap(i, i - 1);
-            i -= 1;
-        }
-        if self.items.len() == self.k {
-            if let Some(last) = self.items.last() {
-                self.threshold = last.0;
-            }
+        if let Some(last) = self.items.last() {
+            self.threshold = last.0;
         }
     }
 
@@ -110,16 +134,18 @@ impl TopK {
     /// The best k, best first, with their keys (`key` gives a slot's key).
     pub(crate) fn into_hits<'k>(mut self, key: &impl Fn(u32) -> Option<&'k Arc<str>>) -> Vec<Hit> {
         self.prune(key);
-        self.items.sort_unstable_by(|a, b| rank(a, b, key));
-        self.items
-            .into_iter()
-            .filter_map(|(score, slot)| {
-                key(slot).map(|key| Hit {
-                    key: Arc::clone(key),
-                    score,
-                })
+        // Small k keeps its items sorted once there are k of them.
+        if self.k > SORTED_UP_TO || self.items.len() < self.k {
+            self.items.sort_unstable_by(|a, b| rank(a, b, key));
+        }
+        let mut hits = Vec::with_capacity(self.items.len());
+        hits.extend(self.items.iter().filter_map(|&(score, slot)| {
+            key(slot).map(|key| Hit {
+                key: Arc::clone(key),
+                score,
             })
-            .collect()
+        }));
+        hits
     }
 }
 
@@ -130,7 +156,8 @@ mod tests {
     fn run(k: usize, scores: &[(f32, &str)]) -> Vec<(String, f32)> {
         let keys: Vec<Arc<str>> = scores.iter().map(|&(_, k)| Arc::from(k)).collect();
         let key = |slot: u32| keys.get(slot as usize);
-        let mut top = TopK::new(k);
+        let mut buffer = Vec::new();
+        let mut top = TopK::new(k, &mut buffer);
         for (i, &(s, _)) in scores.iter().enumerate() {
             if top.admits(s) {
                 top.push(s, i as u32, &key);
