@@ -15,19 +15,6 @@ use crate::tools::Tool;
 use super::handler::{HandlerError, ToolHandler};
 use super::hook::{HookContext, HookHandler, HookOutcome};
 
-/// Runs `f` on `tx`; on error rolls `tx` back to where it was, so helpers are all or nothing.
-fn all_or_nothing<T, E: From<StoreError>>(
-    tx: &mut WriteTxn,
-    f: impl FnOnce(&mut WriteTxn) -> Result<T, E>,
-) -> Result<T, E> {
-    let mark = tx.savepoint();
-    let result = f(tx);
-    if result.is_err() {
-        tx.rollback_to(mark)?;
-    }
-    result
-}
-
 /// Adds `tool` and its handler inside `tx`, all or nothing. Fails with
 /// [`StoreError::DuplicateKey`] when a tool of the same qualified name exists (remove it first
 /// with [`remove_tool`], or replace both rows yourself with `upsert`), or
@@ -54,7 +41,7 @@ where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
 {
-    all_or_nothing(tx, |tx| {
+    tx.all_or_nothing(|tx| {
         let key = tx.insert(&TOOLS, tool)?;
         tx.upsert(&HANDLERS, ToolHandler::new(&*key, handler))?;
         Ok(key)
@@ -75,7 +62,7 @@ where
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn remove_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {
-    all_or_nothing(tx, |tx| {
+    tx.all_or_nothing(|tx| {
         let tool = unregister_tool(tx, key)?;
         if tx.view().contains(&HANDLERS, key)? {
             tx.delete(&HANDLERS, key)?;
@@ -110,7 +97,7 @@ where
     F: Fn(HookContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<HookOutcome, HandlerError>> + Send + 'static,
 {
-    all_or_nothing(tx, |tx| {
+    tx.all_or_nothing(|tx| {
         let id = tx.insert(&HOOKS, hook)?;
         tx.upsert(&HOOK_HANDLERS, HookHandler::new(&*id, handler))?;
         Ok(id)
@@ -133,7 +120,7 @@ where
 /// # Ok::<(), capstore::StoreError>(())
 /// ```
 pub fn remove_hook(tx: &mut WriteTxn, id: &str) -> Result<Arc<Hook>, StoreError> {
-    all_or_nothing(tx, |tx| {
+    tx.all_or_nothing(|tx| {
         let hook = tx.delete(&HOOKS, id)?;
         if tx.view().contains(&HOOK_HANDLERS, id)? {
             tx.delete(&HOOK_HANDLERS, id)?;

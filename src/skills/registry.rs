@@ -47,14 +47,7 @@ pub struct Unregistered {
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
 pub fn register_skill(tx: &mut WriteTxn, skill: Skill, tools: Vec<Tool>) -> Result<(), SkillError> {
-    let mark = tx.savepoint();
-    match register_inner(tx, skill, tools) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            tx.rollback_to(mark)?;
-            Err(e)
-        }
-    }
+    tx.all_or_nothing(|tx| register_inner(tx, skill, tools))
 }
 
 fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Result<(), SkillError> {
@@ -129,14 +122,7 @@ fn push_unique(list: &mut Vec<String>, item: String) {
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
 pub fn unregister_skill(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, SkillError> {
-    let mark = tx.savepoint();
-    match unregister_inner(tx, name) {
-        Ok(done) => Ok(done),
-        Err(e) => {
-            tx.rollback_to(mark)?;
-            Err(e)
-        }
-    }
+    tx.all_or_nothing(|tx| unregister_inner(tx, name))
 }
 
 fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, SkillError> {

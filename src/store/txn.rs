@@ -283,6 +283,35 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Runs `f` on this transaction as one unit: if it returns `Err`, every write it made is
+    /// undone (through a [savepoint](Self::savepoint)) and the error returned; the writes made
+    /// before the call stay.
+    ///
+    /// ```
+    /// use capstore::{Store, StoreError, Tool, TOOLS};
+    /// let store = Store::new();
+    /// let mut tx = store.begin();
+    /// tx.insert(&TOOLS, Tool::new("kept", ""))?;
+    /// let failed: Result<(), StoreError> = tx.all_or_nothing(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("undone", ""))?;
+    ///     tx.insert(&TOOLS, Tool::new("kept", "")).map(|_| ()) // duplicate: the group fails
+    /// });
+    /// assert!(failed.is_err());
+    /// assert_eq!(tx.view().count(&TOOLS)?, 1);
+    /// # Ok::<(), StoreError>(())
+    /// ```
+    pub fn all_or_nothing<T, E: From<StoreError>>(
+        &mut self,
+        f: impl FnOnce(&mut WriteTxn) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mark = self.savepoint();
+        let result = f(self);
+        if result.is_err() {
+            self.rollback_to(mark)?;
+        }
+        result
+    }
+
     /// Discards every write. Same as dropping the transaction.
     ///
     /// ```
