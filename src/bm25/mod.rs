@@ -118,6 +118,7 @@
 //! of random write sequences.
 
 mod analyze;
+mod ascii_words;
 mod builder;
 pub mod config;
 pub mod document;

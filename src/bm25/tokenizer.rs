@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::identifier::split_identifier;
+use super::ascii_words::ascii_words;
+use super::identifier::{split_ascii_identifier, split_identifier};
 use super::stem::stem_in_place;
 use super::stop_words::is_stop_word;
 
@@ -115,14 +116,28 @@ impl Tokenizer {
     /// assert_eq!(terms, ["name", "send", "email"]);
     /// ```
     pub fn tokenize_into(&self, text: &str, out: &mut Vec<String>) {
-        for word in text.unicode_words() {
-            if self.config.split_identifiers {
-                split_identifier(word, |part| self.emit(part, out));
-            } else {
-                for part in word.split('_') {
-                    if part.chars().any(char::is_alphanumeric) {
-                        self.emit(part, out);
-                    }
+        if text.is_ascii() {
+            ascii_words(text, |word| {
+                if self.config.split_identifiers {
+                    split_ascii_identifier(word, |part| self.emit(part, out));
+                } else {
+                    self.word(word, out);
+                }
+            });
+        } else {
+            for word in text.unicode_words() {
+                self.word(word, out);
+            }
+        }
+    }
+
+    fn word(&self, word: &str, out: &mut Vec<String>) {
+        if self.config.split_identifiers {
+            split_identifier(word, |part| self.emit(part, out));
+        } else {
+            for part in word.split('_') {
+                if part.chars().any(char::is_alphanumeric) {
+                    self.emit(part, out);
                 }
             }
         }
