@@ -504,3 +504,28 @@ fn from_path_names_the_file() {
         )
     );
 }
+
+#[test]
+fn a_catalog_built_in_code_is_checked_again_when_loaded() {
+    use capstore::catalog::CatalogSkill;
+    // Built without parsing, so only the loader can refuse it.
+    let catalog = Catalog {
+        skills: vec![CatalogSkill {
+            tools: vec![Tool::new("fetch", "").with_source("web")],
+            ..CatalogSkill::new("web", "")
+        }],
+        tools: vec![Tool::new("fetch", "again").with_source("web")],
+        ..Catalog::default()
+    };
+    let store = seeded_store();
+    let before = contents(&store);
+    let err = catalog.load_into(&store).expect_err("duplicate tool");
+    assert_eq!(err.path, "/tools/0");
+    assert_eq!(
+        err.kind,
+        CatalogErrorKind::DuplicateTool {
+            first: "/skills/0/tools/0".into()
+        }
+    );
+    assert_eq!(contents(&store), before);
+}
