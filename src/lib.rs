@@ -25,6 +25,7 @@
 
 pub mod agent;
 pub mod bm25;
+pub mod catalog;
 pub mod context;
 pub mod eval;
 pub mod events;
