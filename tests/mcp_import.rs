@@ -9,7 +9,7 @@ use capstore::mcp::{
 use capstore::provider::ToolExport;
 use capstore::skills::{register_skill, unregister_skill};
 use capstore::tools::is_provider_safe;
-use capstore::{Skill, Store, TOOLS, Tool};
+use capstore::{HANDLERS, Skill, Store, TOOLS, Tool, ToolHandler};
 use serde_json::json;
 
 fn fixture(name: &str) -> String {
@@ -724,4 +724,29 @@ fn imported_tools_are_found_by_search_and_selection() {
     let export = ToolExport::for_snapshot(&snap).expect("export");
     let sent = export.selection_json(capstore::provider::Provider::Anthropic, &selection);
     assert!(sent.iter().any(|t| t["name"] == "create_issue"));
+}
+
+#[test]
+fn a_removed_tools_handler_goes_with_it_and_the_others_stay() {
+    let store = Store::new();
+    import_server(&store, "github", &list("github.json")).expect("github");
+    store
+        .write(|tx| {
+            for key in ["github/update_issue", "github/get_issue"] {
+                tx.upsert(
+                    &HANDLERS,
+                    ToolHandler::new(key, |args| async move { Ok(args) }),
+                )?;
+            }
+            Ok::<_, capstore::StoreError>(())
+        })
+        .expect("handlers");
+    import_server(&store, "github", &list("github_changed.json")).expect("re-import");
+    let snap = store.snapshot();
+    assert!(
+        !snap
+            .contains(&HANDLERS, "github/update_issue")
+            .expect("read")
+    );
+    assert!(snap.contains(&HANDLERS, "github/get_issue").expect("read"));
 }

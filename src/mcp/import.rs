@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::Tool;
 use crate::store::{Store, WriteTxn};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tables::{HANDLERS, SKILLS, TOOLS};
 
 use super::error::McpError;
 use super::list::McpToolList;
@@ -203,8 +203,12 @@ fn replace_server_tools(
         }
     }
     for key in current.into_keys() {
-        // The same rule as `skills::unregister_tool`, checked for all removals above.
+        // As `exec::remove_tool` does: the ownership rule (checked for all removals above),
+        // and the tool's handler goes with it, so no snapshot has one without the other.
         tx.delete(&TOOLS, &key)?;
+        if tx.view().contains(&HANDLERS, &key)? {
+            tx.delete(&HANDLERS, &key)?;
+        }
         report.removed.push(key);
     }
     for tool in writes {

@@ -83,7 +83,10 @@
 //! [`ImportReport`] says which (qualified names, sorted) and how many stayed as they were. No
 //! change, no commit. Tools of other servers are not touched. A re-import replaces the whole
 //! record (a tag added by hand is dropped) but keeps [`Tool::skills`](crate::Tool::skills), the
-//! skills that own the tool, which are the store's and not the server's.
+//! skills that own the tool, which are the store's and not the server's. A removed tool's
+//! handler, if you registered one (in [`HANDLERS`](crate::HANDLERS), say to forward calls to
+//! the server), is removed with it, as [`remove_tool`](crate::exec::remove_tool) does; the
+//! handlers of the tools that stay are kept.
 //!
 //! # Skills
 //! The ownership rule of [`crate::skills`] holds: a tool cannot be removed while a skill lists
