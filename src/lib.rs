@@ -31,6 +31,7 @@ pub mod eval;
 pub mod events;
 pub mod exec;
 pub mod hooks;
+pub mod mcp;
 pub mod provider;
 pub mod skills;
 pub mod store;

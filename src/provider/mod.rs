@@ -5,8 +5,10 @@
 //! the whole catalog of a snapshot (not just the selected tools), so a tool's exported name does
 //! not change from one turn to the next with what else was selected, and the request prefix
 //! stays cacheable. [`ToolExport::resolve`] maps a model's tool call back to the qualified name.
+//! [`ToolExport::anthropic_with_deferred`] sends the whole catalog to Anthropic with the tools
+//! the selection did not choose marked `defer_loading`, for Anthropic's hosted tool search.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -161,5 +163,55 @@ impl ToolExport {
             .iter()
             .map(|t| self.tool_json(provider, &t.key, &t.tool))
             .collect()
+    }
+
+    /// The whole catalog of `snapshot` for Anthropic's messages API, for use with Anthropic's
+    /// hosted tool search: the selection's tools first, in send order, as
+    /// [`selection_json`](Self::selection_json) gives them, then every other tool of the
+    /// snapshot in key order, marked `"defer_loading": true`. The model sees the selected
+    /// definitions at once and can find the deferred ones with the tool search tool, which
+    /// you add to the request yourself (e.g. `{"type": "tool_search_tool_bm25_20251119", "name":
+    /// "tool_search_tool_bm25"}`); Anthropic requires at least one tool not to be deferred.
+    ///
+    /// The order is stable for a given selection and catalog, so the request prefix stays
+    /// cacheable. Fails only if `snapshot` is of a store without the built-in tools table.
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, Turn};
+    /// use capstore::provider::ToolExport;
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city"))?;
+    ///     tx.insert(&TOOLS, Tool::new("send_email", "Send an email"))?;
+    ///     tx.insert(&TOOLS, Tool::new("read_file", "Read a file"))
+    /// })?;
+    /// let snap = store.snapshot();
+    /// let selection = ContextBuilder::new().select(&snap, &Turn::new("weather in Oslo?"))?;
+    /// let tools = ToolExport::for_snapshot(&snap)?.anthropic_with_deferred(&snap, &selection)?;
+    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// assert_eq!(names, ["get_weather", "read_file", "send_email"]);
+    /// assert!(tools[0].get("defer_loading").is_none());
+    /// assert_eq!(tools[1]["defer_loading"], true);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn anthropic_with_deferred(
+        &self,
+        snapshot: &Snapshot,
+        selection: &Selection,
+    ) -> Result<Vec<Value>, StoreError> {
+        let mut tools = self.selection_json(Provider::Anthropic, selection);
+        let selected: HashSet<&str> = selection.keys().collect();
+        for (key, tool) in snapshot.iter(&TOOLS)? {
+            if selected.contains(&**key) {
+                continue;
+            }
+            let mut json = self.tool_json(Provider::Anthropic, key, tool);
+            if let Value::Object(object) = &mut json {
+                object.insert("defer_loading".into(), Value::Bool(true));
+            }
+            tools.push(json);
+        }
+        Ok(tools)
     }
 }
