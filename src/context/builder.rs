@@ -61,7 +61,28 @@ struct Candidate {
     tool: Arc<Tool>,
     class: u8,
     score: f32,
+    /// [`RETRIEVAL_TIE_BREAK`] times the tool's own relative BM25 score, if it was retrieved.
+    bonus: f32,
     reasons: Vec<Reason>,
+}
+
+/// How much a tool's own BM25 relevance adds to the score it got another way. All the tools of
+/// a matched skill share one score; without this, a skill's unrelated tools (`delete_event`
+/// for "book a flight and put it in my calendar") tied with, and by key order beat, the tools
+/// whose own text matched (`search_flights`). Small, so that it orders within a score level
+/// rather than across levels.
+const RETRIEVAL_TIE_BREAK: f32 = 0.1;
+
+impl Candidate {
+    /// The score it ranks by: the bonus only orders relevant tools (pinned and named tools keep
+    /// their own order).
+    fn rank_score(&self) -> f32 {
+        if self.class == class::RELEVANT {
+            self.score + self.bonus
+        } else {
+            self.score
+        }
+    }
 }
 
 /// The candidates gathered so far, by key; a tool found several ways keeps its best class and
@@ -73,8 +94,14 @@ struct Candidates {
 
 impl Candidates {
     fn add(&mut self, key: &Arc<str>, tool: &Arc<Tool>, class: u8, score: f32, reason: Reason) {
+        let bonus = if matches!(reason, Reason::Retrieved { .. }) {
+            RETRIEVAL_TIE_BREAK * score
+        } else {
+            0.0
+        };
         match self.by_key.get_mut(key) {
             Some(c) => {
+                c.bonus = c.bonus.max(bonus);
                 if class < c.class || (class == c.class && score > c.score) {
                     c.class = class;
                     c.score = score;
@@ -91,6 +118,7 @@ impl Candidates {
                         tool: Arc::clone(tool),
                         class,
                         score,
+                        bonus,
                         reasons: vec![reason],
                     },
                 );
@@ -212,7 +240,7 @@ impl ContextBuilder {
         ordered.sort_by(|a, b| {
             a.class
                 .cmp(&b.class)
-                .then(b.score.total_cmp(&a.score))
+                .then(b.rank_score().total_cmp(&a.rank_score()))
                 .then_with(|| a.key.cmp(&b.key))
         });
         let (mut tools, tokens) = self.fill(ordered, &mut dropped);
@@ -458,11 +486,12 @@ impl ContextBuilder {
                 }
             }
             used += tokens;
+            let score = c.rank_score();
             selected.push(SelectedTool {
                 rank: selected.len(),
                 key: c.key,
                 tool: c.tool,
-                score: c.score,
+                score,
                 reasons: c.reasons,
                 tokens,
             });

@@ -109,7 +109,10 @@ pub struct SelectedTool {
     pub tool: Arc<Tool>,
     /// Position by relevance (0 = most relevant), whatever the send order.
     pub rank: usize,
-    /// Relevance used for ranking within its class (BM25 score, or a skill's score scaled).
+    /// Relevance used for ranking within its class: its BM25 score relative to the turn's best,
+    /// or its skill's relative score scaled by the policy's `skill_tool_weight` (half that for
+    /// a dependency's tools), whichever is higher, plus a tenth of its own relative BM25 score
+    /// when it was retrieved, so that a skill's tools whose own text matches come first.
     pub score: f32,
     /// Why it was selected, strongest first.
     pub reasons: Vec<Reason>,
