@@ -1,0 +1,73 @@
+//! A few helpers for hand-parsed flags.
+
+use std::path::PathBuf;
+
+/// The arguments of one command, consumed in order.
+pub(crate) struct Args<'a> {
+    rest: std::slice::Iter<'a, String>,
+}
+
+impl<'a> Args<'a> {
+    pub(crate) fn new(args: &'a [String]) -> Self {
+        Args { rest: args.iter() }
+    }
+
+    pub(crate) fn next(&mut self) -> Option<&'a str> {
+        self.rest.next().map(String::as_str)
+    }
+
+    /// The value that must follow `flag`.
+    pub(crate) fn value(&mut self, flag: &str) -> Result<&'a str, String> {
+        self.next().ok_or_else(|| format!("{flag} needs a value"))
+    }
+}
+
+/// `value` as a number, or an error naming the flag.
+pub(crate) fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag}: `{value}` is not a valid number"))
+}
+
+/// Where the tools come from: the bundled catalog unless a catalog file or MCP lists are given.
+#[derive(Default)]
+pub(crate) struct SourceArgs {
+    pub(crate) catalog: Option<PathBuf>,
+    pub(crate) mcp: Vec<(String, PathBuf)>,
+    pub(crate) bundled: bool,
+}
+
+impl SourceArgs {
+    /// Takes `flag` (and its value) if it is a source flag; `Ok(false)` if it is not one.
+    pub(crate) fn accept(&mut self, flag: &str, args: &mut Args<'_>) -> Result<bool, String> {
+        match flag {
+            "--catalog" => {
+                if self.catalog.is_some() {
+                    return Err("--catalog given twice (one catalog file at a time)".into());
+                }
+                self.catalog = Some(args.value(flag)?.into());
+            }
+            "--mcp" => {
+                let spec = args.value(flag)?;
+                let (server, file) = spec
+                    .split_once('=')
+                    .filter(|(server, file)| !server.is_empty() && !file.is_empty())
+                    .ok_or_else(|| format!("--mcp: expected SERVER=FILE, got `{spec}`"))?;
+                self.mcp.push((server.to_owned(), file.into()));
+            }
+            "--bundled" => self.bundled = true,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Whether the bundled catalog is loaded.
+    pub(crate) fn wants_bundled(&self) -> bool {
+        self.bundled || (self.catalog.is_none() && self.mcp.is_empty())
+    }
+}
+
+/// Rejects a flag no command knows.
+pub(crate) fn unknown(command: &str, flag: &str) -> String {
+    format!("{command}: unknown flag `{flag}` (try `capstore --help`)")
+}

@@ -1,0 +1,177 @@
+//! `capstore eval`: measures tool selection on a labelled catalog (see the library's `eval`
+//! module).
+
+use std::io::Write;
+
+use capstore::eval::{EvalConfig, EvalReport, load_queries, load_tools, run as run_eval};
+
+const HELP: &str = "\
+USAGE:
+    capstore eval --tools FILE --queries FILE [OPTIONS]
+
+EVAL OPTIONS:
+    --tools FILE              tools, one JSON object a line (id, name, description, parameters, tags)
+    --queries FILE            queries, one JSON object a line (id, query, gold, split)
+    --k N                     tools selected per query (default 10)
+    --run-out FILE            write {\"query_id\", \"ranked\": [tool ids]} a line, per query
+    --split NAME              evaluate only the queries of this split
+CONFIG FLAGS (levers; defaults are the store's own):
+    --no-split-identifiers    do not split getWeather / get.weather / v2 into parts
+    --no-stop-words           keep function words
+    --stemming | --no-stemming  light English stemming on / off
+    --no-params               leave parameter names and descriptions out of the index
+    --no-tags                 leave tags out of the index
+    --field-weight FIELD=W    weight of a field (name, description, tags, params, param_docs, skills)
+    --k1 X, --b X             BM25 parameters
+    --no-exact-names          do not rank tools named in the query first
+";
+
+struct EvalArgs {
+    tools: String,
+    queries: String,
+    run_out: Option<String>,
+    split: Option<String>,
+    config: EvalConfig,
+}
+
+fn parse_number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag}: `{value}` is not a valid number"))
+}
+
+fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
+    let mut tools = None;
+    let mut queries = None;
+    let mut run_out = None;
+    let mut split = None;
+    let mut config = EvalConfig::default();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--tools" => tools = Some(value()?),
+            "--queries" => queries = Some(value()?),
+            "--run-out" => run_out = Some(value()?),
+            "--split" => split = Some(value()?),
+            "--k" => config.k = parse_number(flag, &value()?)?,
+            "--k1" => config.text.index.params.k1 = parse_number(flag, &value()?)?,
+            "--b" => config.text.index.params.b = parse_number(flag, &value()?)?,
+            "--no-split-identifiers" => config.text.tokenizer.split_identifiers = false,
+            "--no-stop-words" => config.text.tokenizer.stop_words = false,
+            "--stemming" => config.text.tokenizer.stemming = true,
+            "--no-stemming" => config.text.tokenizer.stemming = false,
+            "--no-exact-names" => config.match_exact_names = false,
+            "--no-params" => {
+                for field in ["params", "param_docs"] {
+                    config.text.index.field_weights.insert(field.into(), 0.0);
+                }
+            }
+            "--no-tags" => {
+                config.text.index.field_weights.insert("tags".into(), 0.0);
+            }
+            "--field-weight" => {
+                let spec = value()?;
+                let (field, weight) = spec
+                    .split_once('=')
+                    .ok_or_else(|| format!("--field-weight: expected FIELD=W, got `{spec}`"))?;
+                let weight = parse_number(flag, weight)?;
+                config.text.index.field_weights.insert(field.into(), weight);
+            }
+            other => {
+                return Err(format!(
+                    "eval: unknown flag `{other}` (try `capstore eval --help`)"
+                ));
+            }
+        }
+    }
+    let tools = tools.ok_or("eval: --tools FILE is required")?;
+    let queries = queries.ok_or("eval: --queries FILE is required")?;
+    Ok(Some(EvalArgs {
+        tools,
+        queries,
+        run_out,
+        split,
+        config,
+    }))
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let Some(args) = parse_eval(args)? else {
+        print!("{HELP}");
+        return Ok(());
+    };
+    super::source::progress(&format!("loading {} and {}", args.tools, args.queries));
+    let tools = load_tools(&args.tools).map_err(|e| e.to_string())?;
+    let mut queries = load_queries(&args.queries).map_err(|e| e.to_string())?;
+    if let Some(split) = &args.split {
+        queries.retain(|q| q.split.as_deref() == Some(split.as_str()));
+        if queries.is_empty() {
+            return Err(format!("no query has split `{split}`"));
+        }
+    }
+    super::source::progress(&format!(
+        "indexing {} tools and running {} queries",
+        tools.len(),
+        queries.len()
+    ));
+    let report = run_eval(&tools, &queries, &args.config).map_err(|e| e.to_string())?;
+    if let Some(path) = &args.run_out {
+        write_run(path, &report).map_err(|e| format!("{path}: {e}"))?;
+    }
+    print_report(&args, tools.len(), &report);
+    Ok(())
+}
+
+fn write_run(path: &str, report: &EvalReport) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for r in &report.runs {
+        serde_json::to_writer(&mut out, r)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}
+
+fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
+    let m = &report.metrics;
+    let c = &args.config;
+    println!("tools: {tools} in file, {} registered", report.registered);
+    println!(
+        "queries: {}{}",
+        m.queries,
+        args.split
+            .as_deref()
+            .map(|s| format!(" (split {s})"))
+            .unwrap_or_default()
+    );
+    println!(
+        "config: k={} k1={} b={} split_identifiers={} stop_words={} stemming={} exact_names={} field_weights={:?}",
+        c.k,
+        c.text.index.params.k1,
+        c.text.index.params.b,
+        c.text.tokenizer.split_identifiers,
+        c.text.tokenizer.stop_words,
+        c.text.tokenizer.stemming,
+        c.match_exact_names,
+        c.text.index.field_weights,
+    );
+    println!(
+        "index build: {:.1} ms",
+        report.build_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "selection: {:.0} queries/s ({:.2} s)",
+        report.queries_per_second(),
+        report.query_time.as_secs_f64()
+    );
+    println!("Recall@1 Recall@3 Recall@5 Recall@10 nDCG@10 MRR@10 C@10");
+    println!(
+        "{:.2} {:.2} {:.2} {:.2} {:.2} {:.2} {:.2}",
+        m.recall_1, m.recall_3, m.recall_5, m.recall_10, m.ndcg_10, m.mrr_10, m.complete_10
+    );
+}

@@ -1,0 +1,137 @@
+//! `capstore explain TOOL "MESSAGE"`: why one tool was, or was not, selected for a message.
+
+use capstore::TOOLS;
+use capstore::context::{ContextBuilder, Turn};
+use capstore::provider::ToolExport;
+
+use super::args::{Args, SourceArgs, unknown};
+use super::select::{describe, describe_drop};
+use super::source;
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{}", super::HELP);
+        return Ok(());
+    }
+    let mut sources = SourceArgs::default();
+    let mut words = Vec::new();
+    let mut it = Args::new(args);
+    while let Some(arg) = it.next() {
+        if sources.accept(arg, &mut it)? {
+            continue;
+        }
+        if arg.starts_with("--") {
+            return Err(unknown("explain", arg));
+        }
+        words.push(arg);
+    }
+    let (tool, message) = match words.split_first() {
+        Some((tool, rest)) if !rest.is_empty() => (*tool, rest.join(" ")),
+        _ => return Err("explain: usage: capstore explain TOOL \"MESSAGE\"".into()),
+    };
+    let loaded = source::load(&sources)?;
+    let snap = loaded.store.snapshot();
+    let export = ToolExport::for_snapshot(&snap).map_err(|e| e.to_string())?;
+    let key = if snap.contains(&TOOLS, tool).map_err(|e| e.to_string())? {
+        tool.to_owned()
+    } else if let Some(key) = export.resolve(tool) {
+        key.to_owned()
+    } else {
+        let same_name: Vec<String> = snap
+            .by_index(&TOOLS, "name", tool)
+            .map_err(|e| e.to_string())?
+            .map(|(key, _)| key.to_string())
+            .collect();
+        return Err(if same_name.is_empty() {
+            format!("explain: no tool `{tool}` (qualified `source/name`, or an exported name)")
+        } else {
+            format!(
+                "explain: no tool `{tool}`; did you mean {}?",
+                same_name.join(" or ")
+            )
+        });
+    };
+
+    let mut policy = loaded.policy.clone();
+    policy.explain = true;
+    let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    let selection = builder
+        .select(&snap, &Turn::new(message.clone()))
+        .map_err(|e| e.to_string())?;
+
+    println!(
+        "tool: {key} (sent to the model as `{}`)",
+        export.export_name(&key).unwrap_or(&key)
+    );
+    println!("message: {message:?}");
+    if let Some(at) = selection.tools.iter().position(|t| *t.key == *key) {
+        let chosen = &selection.tools[at];
+        let why: Vec<String> = chosen.reasons.iter().map(describe).collect();
+        println!(
+            "selected: yes, #{} of {} in send order: {}",
+            at + 1,
+            selection.tools.len(),
+            why.join("; ")
+        );
+    } else if let Some(dropped) = selection.dropped.iter().find(|d| d.key == key) {
+        let was: Vec<String> = dropped.candidate.iter().map(describe).collect();
+        println!(
+            "selected: no, a candidate ({}) dropped: {}",
+            was.join("; "),
+            describe_drop(&dropped.reason)
+        );
+    } else {
+        println!("selected: no, not a candidate (no skill of it matched and BM25 did not rank it)");
+    }
+
+    let total = snap.count(&TOOLS).map_err(|e| e.to_string())?;
+    let ranking = snap
+        .search(&TOOLS, &message, total)
+        .map_err(|e| e.to_string())?;
+    match ranking.iter().position(|hit| *hit.key == *key) {
+        Some(rank) => println!(
+            "BM25: rank {} of {} matching tools (best {} at {:.2})",
+            rank + 1,
+            ranking.len(),
+            ranking[0].key,
+            ranking[0].score
+        ),
+        None => println!("BM25: no query term occurs in its text"),
+    }
+    if let Some(why) = snap
+        .explain(&TOOLS, &key, &message)
+        .map_err(|e| e.to_string())?
+    {
+        println!(
+            "score {:.3} = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)):",
+            why.score
+        );
+        println!(
+            "  {:<16} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
+            "term", "weight", "tf", "df", "idf", "dl", "score"
+        );
+        for term in &why.terms {
+            println!(
+                "  {:<16} {:>6.2} {:>6.1} {:>6} {:>7.3} {:>7.1} {:>7.3}",
+                term.term, term.query_weight, term.tf, term.doc_freq, term.idf, term.dl, term.score
+            );
+        }
+        if let Some(first) = why.terms.first() {
+            println!("  (N = {}, avgdl = {:.1})", first.n_docs, first.avgdl);
+        }
+    }
+    if let Some(record) = snap.get(&TOOLS, &key).map_err(|e| e.to_string())? {
+        if !record.skills.is_empty() {
+            let matched: Vec<&str> = selection.skills.iter().map(|s| s.name.as_str()).collect();
+            for skill in &record.skills {
+                let state = if matched.contains(&skill.as_str()) {
+                    "matched this turn"
+                } else {
+                    "not matched"
+                };
+                println!("skill {skill}: {state}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! Argument dispatch for the `capstore` binary. Arguments are parsed by hand: four commands
+//! with a few flags each do not need a parser crate in every user's build.
+
+mod args;
+mod eval;
+mod explain;
+mod select;
+mod source;
+mod stats;
+
+use std::process::ExitCode;
+
+pub(crate) const HELP: &str = "\
+capstore: an agent's tools in a snapshot-versioned store, selected by BM25
+
+USAGE:
+    capstore select \"MESSAGE\" [SOURCE] [--max-tools N] [--explain] [--json [--provider P] [--defer]]
+    capstore explain TOOL \"MESSAGE\" [SOURCE]
+    capstore stats [SOURCE]
+    capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
+
+SOURCE (default: the catalog bundled in the crate, 37 skills and 222 tools):
+    --catalog FILE            a capstore catalog file (format capstore.catalog/v1) instead
+    --mcp SERVER=FILE         an MCP tools/list result for SERVER; repeatable. With --mcp and
+                              no --catalog, only the MCP tools are loaded
+    --bundled                 also load the bundled catalog with --catalog or --mcp
+
+SELECT:
+    --max-tools N             send at most N tools (default 16)
+    --explain                 show each term's BM25 contribution
+    --json                    print the provider request's `tools` JSON instead of the table
+    --provider P              openai (chat completions, default), openai-responses, anthropic
+    --defer                   with anthropic: the whole catalog, unselected tools marked
+                              \"defer_loading\": true (for Anthropic's hosted tool search)
+
+EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
+STATS:   what the catalog holds and what its index costs.
+
+    -h, --help                this help
+";
+
+/// Runs the command line; errors print on stderr with exit status 2.
+pub(crate) fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("capstore: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<(), String> {
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        None | Some("-h" | "--help" | "help") => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some("select") => select::run(rest),
+        Some("explain") => explain::run(rest),
+        Some("stats") => stats::run(rest),
+        Some("eval") => eval::run(rest),
+        Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),
+    }
+}

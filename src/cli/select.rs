@@ -1,0 +1,238 @@
+//! `capstore select "MESSAGE"`: the tools a ContextBuilder sends for one message, with reasons.
+
+use std::time::Instant;
+
+use capstore::TOOLS;
+use capstore::bm25::Explanation;
+use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, estimate_tokens};
+use capstore::provider::{Provider, ToolExport};
+
+use super::args::{Args, SourceArgs, number, unknown};
+use super::source::{self, Loaded};
+
+struct SelectArgs {
+    message: String,
+    source: SourceArgs,
+    max_tools: Option<usize>,
+    explain: bool,
+    json: bool,
+    provider: Provider,
+    defer: bool,
+}
+
+fn parse(args: &[String]) -> Result<SelectArgs, String> {
+    let mut words = Vec::new();
+    let mut parsed = SelectArgs {
+        message: String::new(),
+        source: SourceArgs::default(),
+        max_tools: None,
+        explain: false,
+        json: false,
+        provider: Provider::OpenAiChat,
+        defer: false,
+    };
+    let mut args = Args::new(args);
+    while let Some(arg) = args.next() {
+        if parsed.source.accept(arg, &mut args)? {
+            continue;
+        }
+        match arg {
+            "--max-tools" => parsed.max_tools = Some(number(arg, args.value(arg)?)?),
+            "--explain" => parsed.explain = true,
+            "--json" => parsed.json = true,
+            "--defer" => parsed.defer = true,
+            "--provider" => parsed.provider = provider(args.value(arg)?)?,
+            flag if flag.starts_with("--") => return Err(unknown("select", flag)),
+            word => words.push(word),
+        }
+    }
+    parsed.message = words.join(" ");
+    if parsed.message.trim().is_empty() {
+        return Err(
+            "select: give a message, e.g. capstore select \"what's the weather in Oslo\"".into(),
+        );
+    }
+    if parsed.defer && parsed.provider != Provider::Anthropic {
+        return Err("select: --defer needs --provider anthropic".into());
+    }
+    Ok(parsed)
+}
+
+fn provider(name: &str) -> Result<Provider, String> {
+    match name {
+        "openai" | "openai-chat" => Ok(Provider::OpenAiChat),
+        "openai-responses" => Ok(Provider::OpenAiResponses),
+        "anthropic" => Ok(Provider::Anthropic),
+        other => Err(format!(
+            "--provider: `{other}` is not one of openai, openai-responses, anthropic"
+        )),
+    }
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{}", super::HELP);
+        return Ok(());
+    }
+    let args = parse(args)?;
+    let loaded = source::load(&args.source)?;
+    let mut policy = loaded.policy.clone();
+    if let Some(max) = args.max_tools {
+        policy.max_tools = max;
+    }
+    policy.explain = args.explain;
+    let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    let snap = loaded.store.snapshot();
+    let started = Instant::now();
+    let selection = builder
+        .select(&snap, &Turn::new(args.message.clone()))
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    if args.json {
+        let export = ToolExport::for_snapshot(&snap).map_err(|e| e.to_string())?;
+        let tools = if args.defer {
+            export
+                .anthropic_with_deferred(&snap, &selection)
+                .map_err(|e| e.to_string())?
+        } else {
+            export.selection_json(args.provider, &selection)
+        };
+        let request = serde_json::json!({ "tools": tools });
+        let text = serde_json::to_string_pretty(&request).map_err(|e| e.to_string())?;
+        println!("{text}");
+        return Ok(());
+    }
+    print_table(&args.message, &loaded, &selection, took.as_secs_f64() * 1e6)
+}
+
+fn print_table(
+    message: &str,
+    loaded: &Loaded,
+    selection: &Selection,
+    micros: f64,
+) -> Result<(), String> {
+    let snap = loaded.store.snapshot();
+    let all_tokens: usize = snap
+        .iter(&TOOLS)
+        .map_err(|e| e.to_string())?
+        .map(|(_, tool)| estimate_tokens(tool))
+        .sum();
+    let total = snap.count(&TOOLS).map_err(|e| e.to_string())?;
+    println!("message: {message:?}");
+    let sent_tokens: usize = selection
+        .tools
+        .iter()
+        .map(|t| estimate_tokens(&t.tool))
+        .sum();
+    println!(
+        "{}: {} of {total} tools selected in {micros:.0} µs; ~{sent_tokens} tokens of definitions instead of ~{all_tokens} for all",
+        loaded.label,
+        selection.tools.len(),
+    );
+    if !selection.skills.is_empty() {
+        let skills: Vec<String> = selection
+            .skills
+            .iter()
+            .map(|s| match s.how {
+                "matched" => format!("{} ({:.2})", s.name, s.score),
+                how => format!("{} ({how})", s.name),
+            })
+            .collect();
+        println!("skills: {}", skills.join(", "));
+    }
+    if selection.no_match {
+        println!("nothing in the message matched a tool or skill: sending the no-match set");
+    }
+    println!();
+    println!(" #  {:<34} {:>9}  why", "tool", "relevance");
+    for (i, tool) in selection.tools.iter().enumerate() {
+        // The strongest reasons; the rest are more paths to the same skill.
+        let mut why: Vec<String> = tool.reasons.iter().take(2).map(describe).collect();
+        if let Some(bm25) = tool
+            .reasons
+            .iter()
+            .skip(2)
+            .find(|r| matches!(r, Reason::Retrieved { .. }))
+        {
+            why.push(describe(bm25));
+        }
+        println!(
+            "{:>2}  {:<34} {:>9.2}  {}",
+            i + 1,
+            tool.key,
+            tool.score,
+            why.join("; ")
+        );
+        for reason in &tool.reasons {
+            if let Reason::Retrieved {
+                explanation: Some(explanation),
+                ..
+            } = reason
+            {
+                println!("    {:<34}            {}", "", terms(explanation));
+            }
+        }
+    }
+    let near: Vec<String> = selection
+        .dropped
+        .iter()
+        .take(5)
+        .map(|d| format!("{} ({})", d.key, describe_drop(&d.reason)))
+        .collect();
+    if !near.is_empty() {
+        println!("\nnear misses: {}", near.join(", "));
+    }
+    Ok(())
+}
+
+/// One reason, in words.
+pub(crate) fn describe(reason: &Reason) -> String {
+    match reason {
+        Reason::Pinned => "pinned".into(),
+        Reason::PinnedSkill { skill } => format!("pinned skill {skill}"),
+        Reason::ExactName { mention } => format!("named in the message ({mention})"),
+        Reason::Discovered => "found by the model's tool search".into(),
+        Reason::Retrieved { score, .. } => format!("BM25 {score:.2}"),
+        Reason::Skill { skill, score } => format!("skill {skill} matched ({score:.2})"),
+        Reason::DependencyOf { skill, dependency } => {
+            format!("skill {dependency}, a dependency of {skill}")
+        }
+        Reason::RecentlyUsed => "used recently".into(),
+        Reason::KeptFromLastTurn => "kept from last turn".into(),
+        Reason::Fallback => "nothing matched: sending everything".into(),
+    }
+}
+
+/// Why a candidate was dropped, in words.
+pub(crate) fn describe_drop(reason: &DropReason) -> String {
+    match reason {
+        DropReason::ExcludedTag { tag } => format!("excluded tag {tag}"),
+        DropReason::MissingIncludedTag => "none of the included tags".into(),
+        DropReason::BelowMinScore { score, min } => format!("score {score:.2} < {min:.2}"),
+        DropReason::BelowRelativeScore {
+            score,
+            best,
+            fraction,
+        } => format!("score {score:.2} < {fraction} × best {best:.2}"),
+        DropReason::MaxTools { max } => format!("over max_tools {max}"),
+        DropReason::TokenBudget { needed, remaining } => {
+            format!("needs {needed} tokens, {remaining} left")
+        }
+        DropReason::NotFound => "not in the store".into(),
+    }
+}
+
+/// The terms that contributed to a BM25 score, largest first: `flight 3.12 + lisbon 2.40`.
+pub(crate) fn terms(explanation: &Explanation) -> String {
+    let mut parts: Vec<_> = explanation.terms.iter().filter(|t| t.score > 0.0).collect();
+    parts.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.term.cmp(&b.term))
+    });
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|t| format!("{} {:.2}", t.term, t.score))
+        .collect();
+    parts.join(" + ")
+}
