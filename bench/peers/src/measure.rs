@@ -235,10 +235,75 @@ pub fn fmt_int(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corpus(docs: &[&str], queries: &[&str]) -> Corpus {
+        let toks = |s: &&str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        Corpus {
+            name: "test",
+            docs: docs.iter().map(toks).collect(),
+            queries: queries.iter().map(toks).collect(),
+            messages: queries.iter().map(|q| q.to_string()).collect(),
+            tools: Vec::new(),
+            skills: false,
+            extra_docs: Vec::new(),
+            extra_tools: Vec::new(),
+            tool_text_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn agreement_accepts_tie_orders_and_rejects_wrong_documents_or_scores() {
+        // Documents 0 and 1 are identical: tied for "a".
+        let c = corpus(&["a b", "a b", "a c c", "d"], &["a"]);
+        let mut flat = FlatIndex::build(1.2, 0.75, &c.docs);
+        let exact = flat.search(&c.queries[0], TOP_K);
+        assert_eq!(exact.len(), 3);
+        let (s0, s2) = (exact[0].1, exact[2].1);
+
+        let check = |flat: &mut FlatIndex, hits: Vec<(u32, f32)>| {
+            let a = agreement(flat, &c, &[(0, hits)]);
+            (a.ranking, a.scores)
+        };
+        assert_eq!(check(&mut flat, exact.clone()), (1, 1));
+        // The tie in the other order: still a correct top 10.
+        assert_eq!(check(&mut flat, vec![(1, s0), (0, s0), (2, s2)]), (1, 1));
+        // A document that does not belong at rank 1.
+        assert_eq!(check(&mut flat, vec![(2, s0), (0, s0), (1, s2)]), (0, 0));
+        // Right documents, a score off by 1e-3 relative.
+        assert_eq!(
+            check(&mut flat, vec![(0, s0), (1, s0), (2, s2 * 1.001)]),
+            (1, 0)
+        );
+        // One result missing.
+        assert_eq!(check(&mut flat, exact[..2].to_vec()), (0, 0));
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<Duration> = (1..=100).map(Duration::from_micros).collect();
+        assert_eq!(percentile_sorted(&v, 50.0), Duration::from_micros(50));
+        assert_eq!(percentile_sorted(&v, 99.0), Duration::from_micros(99));
+        assert_eq!(percentile_sorted(&v[..1], 99.0), Duration::from_micros(1));
+        assert_eq!(percentile_sorted(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn counts_bytes_left_live() {
+        let (kept, bytes) = count_allocations(|| vec![0u8; 10_000]);
+        assert!(bytes >= 10_000, "{bytes}");
+        drop(kept);
+        let ((), bytes) = count_allocations(|| drop(vec![0u8; 10_000]));
+        assert!(bytes.abs() < 10_000, "{bytes}");
+    }
 }

@@ -52,10 +52,10 @@ pub fn skill_for(j: usize, tools: &[Tool]) -> Skill {
         .collect();
     let skill = Skill::new(format!("skill{j}"), description.join(" "))
         .with_tags([format!("tag{}", j % 50)]);
-    if j % SKILL_CHAIN == 0 {
-        skill
-    } else {
-        skill.with_dependencies([format!("skill{}", j - 1)])
+    // (A `match`, not `is_multiple_of`: the root crate's MSRV, 1.85, predates it.)
+    match j % SKILL_CHAIN {
+        0 => skill,
+        _ => skill.with_dependencies([format!("skill{}", j - 1)]),
     }
 }
 
