@@ -27,9 +27,31 @@ pub struct Phase {
     pub commits_due: u64,
     pub max_snapshot: Duration,
     pub versions_seen: u64,
+    /// CPU time the readers got (sum over reader threads), from `/proc/thread-self/schedstat`.
+    pub reader_cpu: Option<Duration>,
+}
+
+/// This thread's time on a CPU so far (Linux), to tell a reader that waited for a core (a
+/// busy machine) from one that waited on something else.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 impl Phase {
+    /// Share of the phase's wall time the readers spent on a CPU (1.0 = each had a core).
+    pub fn reader_cpu_share(&self) -> Option<f64> {
+        self.reader_cpu
+            .map(|c| c.as_secs_f64() / (self.elapsed.as_secs_f64() * self.readers as f64))
+    }
+
+    /// Selections per second of reader CPU time.
+    pub fn selects_per_cpu_sec(&self) -> Option<f64> {
+        self.reader_cpu
+            .map(|c| self.selects as f64 / c.as_secs_f64())
+    }
+
     pub fn selects_per_sec(&self) -> f64 {
         self.selects as f64 / self.elapsed.as_secs_f64()
     }
@@ -39,6 +61,7 @@ struct ReaderStats {
     selects: u64,
     max_snapshot: Duration,
     versions: u64,
+    cpu: Option<Duration>,
 }
 
 /// One phase: `readers` reader threads and the writer, for `duration`.
@@ -85,7 +108,9 @@ pub fn phase(
                         selects: 0,
                         max_snapshot: Duration::ZERO,
                         versions: 0,
+                        cpu: None,
                     };
+                    let cpu_start = thread_cpu();
                     let mut last_version = u64::MAX;
                     // Readers start at different queries.
                     let mut q = r * 997;
@@ -103,6 +128,7 @@ pub fn phase(
                         st.selects += 1;
                         q += 1;
                     }
+                    st.cpu = thread_cpu().zip(cpu_start).map(|(end, start)| end - start);
                     st
                 })
             })
@@ -128,6 +154,7 @@ pub fn phase(
                 .max()
                 .unwrap_or_default(),
             versions_seen: stats.iter().map(|s| s.versions).max().unwrap_or(0),
+            reader_cpu: stats.iter().map(|s| s.cpu).sum(),
         }
     })
 }

@@ -389,24 +389,30 @@ fn main() {
     );
     println!();
     println!(
-        "| readers | selects/s | ratio to 1 reader | writer commits (due) | longest `snapshot()` | versions seen by a reader |"
+        "| readers | selects/s | ratio to 1 reader | writer commits (due) | longest `snapshot()` | versions seen by a reader | reader CPU share | selects per reader CPU-second |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let base = phases.first().map_or(1.0, |p| p.selects_per_sec());
     for p in &phases {
         println!(
-            "| {} | {} | {:.2}× | {} ({}) | {} | {} |",
+            "| {} | {} | {:.2}× | {} ({}) | {} | {} | {} | {} |",
             p.readers,
             fmt_int(p.selects_per_sec().round() as u64),
             p.selects_per_sec() / base,
             fmt_int(p.commits),
             fmt_int(p.commits_due),
             fmt_duration(p.max_snapshot),
-            fmt_int(p.versions_seen)
+            fmt_int(p.versions_seen),
+            p.reader_cpu_share()
+                .map_or("n/a".into(), |s| format!("{:.0}%", 100.0 * s)),
+            p.selects_per_cpu_sec()
+                .map_or("n/a".into(), |s| fmt_int(s.round() as u64)),
         );
     }
     println!(
-        "Readers never wait on the writer: `Store::snapshot()` is an atomic load of the current snapshot (no lock), and select reads only that snapshot."
+        "Readers never wait on the writer: `Store::snapshot()` is an atomic load of the current snapshot (no lock), and select reads only that snapshot. \
+         A reader CPU share well under 100% means the readers waited for a core (other processes, or the writer, on a 2-core machine); \
+         equal selects per CPU-second with 1 and 2 readers means they did not slow each other down."
     );
     print_targets(&rows, &phases);
 }
