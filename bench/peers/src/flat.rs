@@ -66,7 +66,6 @@ impl FlatIndex {
         for t in 0..index.postings.len() {
             index.refresh_idf(t);
         }
-        index.postings.iter_mut().for_each(|p| p.shrink_to_fit());
         index
     }
 

@@ -34,11 +34,14 @@ const CONCURRENCY_N: usize = 10_000;
 struct Args {
     quick: bool,
     sets: Vec<&'static str>,
+    /// Synthetic sizes, when given (default: all, or all but 100,000 with `--quick`).
+    sizes: Option<Vec<usize>>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut quick = false;
     let mut sets: Vec<&'static str> = ALL_SETS.to_vec();
+    let mut sizes = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -56,16 +59,27 @@ fn parse_args() -> Result<Args, String> {
                     })
                     .collect::<Result<_, _>>()?;
             }
+            "--sizes" => {
+                let list = args.next().ok_or("--sizes needs a comma-separated list")?;
+                sizes = Some(
+                    list.split(',')
+                        .map(|s| match s.trim().parse::<usize>() {
+                            Ok(n) if n > 0 => Ok(n),
+                            _ => Err(format!("--sizes: {s:?} is not a positive number")),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
+            }
             "-h" | "--help" => {
                 return Err(
-                    "usage: capstore-peers [--quick] [--sets synthetic,metatool,sealtools,toolbench]"
+                    "usage: capstore-peers [--quick] [--sets synthetic,metatool,sealtools,toolbench] [--sizes 100,1000,10000,100000]"
                         .into(),
                 );
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Args { quick, sets })
+    Ok(Args { quick, sets, sizes })
 }
 
 struct Row {
@@ -320,10 +334,10 @@ fn main() {
             inserts_slow: 50,
         }
     };
-    let sizes: &[usize] = if args.quick {
-        &SYNTHETIC_SIZES[..3]
-    } else {
-        &SYNTHETIC_SIZES
+    let sizes: &[usize] = match (&args.sizes, args.quick) {
+        (Some(sizes), _) => sizes,
+        (None, true) => &SYNTHETIC_SIZES[..3],
+        (None, false) => &SYNTHETIC_SIZES,
     };
     let extra = effort.inserts.max(effort.inserts_slow);
     let started = Instant::now();

@@ -113,8 +113,13 @@ pub fn percentile_sorted(v: &[Duration], p: f64) -> Duration {
 /// `max_queries` or the time budget.
 pub fn run_queries(c: &mut dyn Contender, corpus: &Corpus, effort: &Effort) -> Run {
     let nq = corpus.queries.len();
+    // Warm-up: `warm` queries, or a quarter of the budget for slow contenders.
+    let warm_start = Instant::now();
     for q in 0..effort.warm.min(nq) {
         std::hint::black_box(c.search(corpus, q));
+        if warm_start.elapsed() > effort.budget / 4 {
+            break;
+        }
     }
     let mut latencies = Vec::with_capacity(effort.max_queries);
     let mut results = Vec::new();
