@@ -156,11 +156,17 @@ fn print_table(
         {
             why.push(describe(bm25));
         }
+        // Pinned and named tools are in by rule, not by a score.
+        let relevance = if tool.score > 0.0 {
+            format!("{:.2}", tool.score)
+        } else {
+            "-".to_string()
+        };
         println!(
-            "{:>2}  {:<34} {:>9.2}  {}",
+            "{:>2}  {:<34} {:>9}  {}",
             i + 1,
             tool.key,
-            tool.score,
+            relevance,
             why.join("; ")
         );
         for reason in &tool.reasons {
