@@ -116,6 +116,12 @@ impl Tokenizer {
     /// ```
     pub fn tokenize_into(&self, text: &str, out: &mut Vec<String>) {
         for word in text.unicode_words() {
+            // A combining mark after white space joins it in one UAX #29 segment (" \u{670}"):
+            // the white space is no part of the term.
+            let word = word.trim_matches(char::is_whitespace);
+            if word.is_empty() {
+                continue;
+            }
             if self.config.split_identifiers {
                 split_identifier(word, |part| self.emit(part, out));
             } else {
