@@ -126,7 +126,12 @@ impl Tokenizer {
             });
         } else {
             for word in text.unicode_words() {
-                self.word(word, out);
+                // A combining mark after white space joins it in one UAX #29 segment
+                // (" \u{670}"): the white space is no part of the term.
+                let word = word.trim_matches(char::is_whitespace);
+                if !word.is_empty() {
+                    self.word(word, out);
+                }
             }
         }
     }

@@ -374,8 +374,18 @@ impl ContextBuilder {
             },
             _ => false,
         });
-        for (key, reason) in filtered.into_inner() {
-            let score = index.score_weighted(&key, query).unwrap_or(0.0);
+        // The filter sees keys in the index's internal order, which depends on the store's
+        // history; report them best first, ties by key, so equal stores explain alike.
+        let mut filtered: Vec<(String, DropReason, f32)> = filtered
+            .into_inner()
+            .into_iter()
+            .map(|(key, reason)| {
+                let score = index.score_weighted(&key, query).unwrap_or(0.0);
+                (key, reason, score)
+            })
+            .collect();
+        filtered.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        for (key, reason, score) in filtered {
             dropped.push(Dropped {
                 key,
                 reason,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use imbl::{OrdMap, OrdSet};
 
-use crate::bm25::Bm25Index;
+use crate::bm25::{Bm25Index, Document};
 
 use super::error::StoreError;
 use super::schema::{Row, TableDef};
@@ -25,6 +25,8 @@ pub(crate) struct Prepared {
     pub key: Arc<str>,
     pub row: Row,
     pub index_keys: Vec<Vec<Arc<str>>>,
+    /// The record's text document, when the table has a text index.
+    pub document: Option<Document>,
 }
 
 impl TableState {
@@ -80,10 +82,17 @@ impl TableState {
                 }
             }
         }
+        // Every user callback (key, indexes, text) runs here, before anything is written, so
+        // that one that panics leaves the table untouched.
+        let document = def
+            .text
+            .as_ref()
+            .map(|text_def| (text_def.document)(&*row, &text_def.tokenizer));
         Ok(Prepared {
             key,
             row,
             index_keys,
+            document,
         })
     }
 
@@ -93,6 +102,7 @@ impl TableState {
             key,
             row,
             index_keys,
+            document,
         } = prepared;
         let old = self.rows.insert(key.clone(), row.clone());
         if let Some(old) = &old {
@@ -103,8 +113,7 @@ impl TableState {
                 map.entry(value).or_default().insert(key.clone());
             }
         }
-        if let (Some(text), Some(text_def)) = (&mut self.text, &def.text) {
-            let doc = (text_def.document)(&*row, &text_def.tokenizer);
+        if let (Some(text), Some(doc)) = (&mut self.text, document) {
             text.insert(&key, &doc);
         }
         old
