@@ -2,6 +2,9 @@
 //! your own catalog file and MCP tool lists), and `eval` for selection quality. See
 //! `capstore --help`.
 
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli;
 
 fn main() -> std::process::ExitCode {

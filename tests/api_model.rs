@@ -446,6 +446,10 @@ impl Model {
             tool.skills.retain(|s| s != name);
             if tool.skills.is_empty() && !listed {
                 self.tools.remove(&key);
+                // The tool's handler goes with it.
+                if self.handlers.remove(&key) {
+                    touched.insert(("handlers", key.clone()));
+                }
             }
             touched.insert(("tools", key));
         }

@@ -103,7 +103,7 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let Some(args) = parse_eval(args)? else {
-        print!("{HELP}");
+        super::push_output(HELP.to_string());
         return Ok(());
     };
     super::source::progress(&format!("loading {} and {}", args.tools, args.queries));
@@ -140,8 +140,8 @@ fn write_run(path: &str, report: &EvalReport) -> std::io::Result<()> {
 fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
     let m = &report.metrics;
     let c = &args.config;
-    println!("tools: {tools} in file, {} registered", report.registered);
-    println!(
+    say!("tools: {tools} in file, {} registered", report.registered);
+    say!(
         "queries: {}{}",
         m.queries,
         args.split
@@ -149,7 +149,7 @@ fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
             .map(|s| format!(" (split {s})"))
             .unwrap_or_default()
     );
-    println!(
+    say!(
         "config: k={} k1={} b={} split_identifiers={} stop_words={} stemming={} exact_names={} field_weights={:?}",
         c.k,
         c.text.index.params.k1,
@@ -160,18 +160,24 @@ fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
         c.match_exact_names,
         c.text.index.field_weights,
     );
-    println!(
+    say!(
         "index build: {:.1} ms",
         report.build_time.as_secs_f64() * 1e3
     );
-    println!(
+    say!(
         "selection: {:.0} queries/s ({:.2} s)",
         report.queries_per_second(),
         report.query_time.as_secs_f64()
     );
-    println!("Recall@1 Recall@3 Recall@5 Recall@10 nDCG@10 MRR@10 C@10");
-    println!(
+    say!("Recall@1 Recall@3 Recall@5 Recall@10 nDCG@10 MRR@10 C@10");
+    say!(
         "{:.2} {:.2} {:.2} {:.2} {:.2} {:.2} {:.2}",
-        m.recall_1, m.recall_3, m.recall_5, m.recall_10, m.ndcg_10, m.mrr_10, m.complete_10
+        m.recall_1,
+        m.recall_3,
+        m.recall_5,
+        m.recall_10,
+        m.ndcg_10,
+        m.mrr_10,
+        m.complete_10
     );
 }

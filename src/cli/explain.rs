@@ -10,7 +10,7 @@ use super::source;
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{}", super::HELP);
+        super::push_output(super::HELP.to_string());
         return Ok(());
     }
     let mut sources = SourceArgs::default();
@@ -59,15 +59,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .select(&snap, &Turn::new(message.clone()))
         .map_err(|e| e.to_string())?;
 
-    println!(
+    say!(
         "tool: {key} (sent to the model as `{}`)",
         export.export_name(&key).unwrap_or(&key)
     );
-    println!("message: {message:?}");
+    say!("message: {message:?}");
     if let Some(at) = selection.tools.iter().position(|t| *t.key == *key) {
         let chosen = &selection.tools[at];
         let why: Vec<String> = chosen.reasons.iter().map(describe).collect();
-        println!(
+        say!(
             "selected: yes, #{} of {} in send order: {}",
             at + 1,
             selection.tools.len(),
@@ -75,13 +75,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         );
     } else if let Some(dropped) = selection.dropped.iter().find(|d| d.key == key) {
         let was: Vec<String> = dropped.candidate.iter().map(describe).collect();
-        println!(
+        say!(
             "selected: no, a candidate ({}) dropped: {}",
             was.join("; "),
             describe_drop(&dropped.reason)
         );
     } else {
-        println!("selected: no, not a candidate (no skill of it matched and BM25 did not rank it)");
+        say!("selected: no, not a candidate (no skill of it matched and BM25 did not rank it)");
     }
 
     let total = snap.count(&TOOLS).map_err(|e| e.to_string())?;
@@ -89,35 +89,47 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .search(&TOOLS, &message, total)
         .map_err(|e| e.to_string())?;
     match ranking.iter().position(|hit| *hit.key == *key) {
-        Some(rank) => println!(
+        Some(rank) => say!(
             "BM25: rank {} of {} matching tools (best {} at {:.2})",
             rank + 1,
             ranking.len(),
             ranking[0].key,
             ranking[0].score
         ),
-        None => println!("BM25: no query term occurs in its text"),
+        None => say!("BM25: no query term occurs in its text"),
     }
     if let Some(why) = snap
         .explain(&TOOLS, &key, &message)
         .map_err(|e| e.to_string())?
     {
-        println!(
+        say!(
             "score {:.3} = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)):",
             why.score
         );
-        println!(
+        say!(
             "  {:<16} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
-            "term", "weight", "tf", "df", "idf", "dl", "score"
+            "term",
+            "weight",
+            "tf",
+            "df",
+            "idf",
+            "dl",
+            "score"
         );
         for term in &why.terms {
-            println!(
+            say!(
                 "  {:<16} {:>6.2} {:>6.1} {:>6} {:>7.3} {:>7.1} {:>7.3}",
-                term.term, term.query_weight, term.tf, term.doc_freq, term.idf, term.dl, term.score
+                term.term,
+                term.query_weight,
+                term.tf,
+                term.doc_freq,
+                term.idf,
+                term.dl,
+                term.score
             );
         }
         if let Some(first) = why.terms.first() {
-            println!("  (N = {}, avgdl = {:.1})", first.n_docs, first.avgdl);
+            say!("  (N = {}, avgdl = {:.1})", first.n_docs, first.avgdl);
         }
     }
     if let Some(record) = snap.get(&TOOLS, &key).map_err(|e| e.to_string())? {
@@ -129,7 +141,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 } else {
                     "not matched"
                 };
-                println!("skill {skill}: {state}");
+                say!("skill {skill}: {state}");
             }
         }
     }

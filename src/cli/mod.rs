@@ -1,6 +1,16 @@
 //! Argument dispatch for the `capstore` binary. Arguments are parsed by hand: four commands
 //! with a few flags each do not need a parser crate in every user's build.
 
+/// Writes one line of the command's output (see [`flush_output`]).
+macro_rules! say {
+    () => {
+        $crate::cli::push_output(String::from("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::push_output(format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod args;
 mod eval;
 mod explain;
@@ -8,6 +18,8 @@ mod select;
 mod source;
 mod stats;
 
+use std::cell::RefCell;
+use std::io::Write;
 use std::process::ExitCode;
 
 pub(crate) const HELP: &str = "\
@@ -39,10 +51,33 @@ STATS:   what the catalog holds and what its index costs.
     -h, --help                this help
 ";
 
+thread_local! {
+    static OUTPUT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Appends to the command's output, written by [`flush_output`] when the command ends.
+pub(crate) fn push_output(text: String) {
+    OUTPUT.with(|out| out.borrow_mut().push_str(&text));
+}
+
+/// Writes the output gathered so far. `println!` panics when stdout is closed early
+/// (`capstore select ... | head`); a closed pipe here just ends the output.
+fn flush_output() -> Result<(), String> {
+    let text = OUTPUT.with(|out| std::mem::take(&mut *out.borrow_mut()));
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+        _ => Ok(()),
+    }
+}
+
 /// Runs the command line; errors print on stderr with exit status 2.
 pub(crate) fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match dispatch(&args) {
+    match dispatch(&args).and_then(|()| flush_output()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("capstore: {message}");
@@ -55,7 +90,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         None | Some("-h" | "--help" | "help") => {
-            print!("{HELP}");
+            push_output(HELP.to_string());
             Ok(())
         }
         Some("select") => select::run(rest),

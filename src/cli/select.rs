@@ -71,7 +71,7 @@ fn provider(name: &str) -> Result<Provider, String> {
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{}", super::HELP);
+        super::push_output(super::HELP.to_string());
         return Ok(());
     }
     let args = parse(args)?;
@@ -99,7 +99,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         };
         let request = serde_json::json!({ "tools": tools });
         let text = serde_json::to_string_pretty(&request).map_err(|e| e.to_string())?;
-        println!("{text}");
+        say!("{text}");
         return Ok(());
     }
     print_table(&args.message, &loaded, &selection, took.as_secs_f64() * 1e6)
@@ -118,13 +118,13 @@ fn print_table(
         .map(|(_, tool)| estimate_tokens(tool))
         .sum();
     let total = snap.count(&TOOLS).map_err(|e| e.to_string())?;
-    println!("message: {message:?}");
+    say!("message: {message:?}");
     let sent_tokens: usize = selection
         .tools
         .iter()
         .map(|t| estimate_tokens(&t.tool))
         .sum();
-    println!(
+    say!(
         "{}: {} of {total} tools selected in {micros:.0} µs; ~{sent_tokens} tokens of definitions instead of ~{all_tokens} for all",
         loaded.label,
         selection.tools.len(),
@@ -138,13 +138,13 @@ fn print_table(
                 how => format!("{} ({how})", s.name),
             })
             .collect();
-        println!("skills: {}", skills.join(", "));
+        say!("skills: {}", skills.join(", "));
     }
     if selection.no_match {
-        println!("nothing in the message matched a tool or skill: sending the no-match set");
+        say!("nothing in the message matched a tool or skill: sending the no-match set");
     }
-    println!();
-    println!(" #  {:<34} {:>9}  why", "tool", "relevance");
+    say!();
+    say!(" #  {:<34} {:>9}  why", "tool", "relevance");
     for (i, tool) in selection.tools.iter().enumerate() {
         // The strongest reasons; the rest are more paths to the same skill.
         let mut why: Vec<String> = tool.reasons.iter().take(2).map(describe).collect();
@@ -162,7 +162,7 @@ fn print_table(
         } else {
             "-".to_string()
         };
-        println!(
+        say!(
             "{:>2}  {:<34} {:>9}  {}",
             i + 1,
             tool.key,
@@ -175,7 +175,7 @@ fn print_table(
                 ..
             } = reason
             {
-                println!("    {:<34}            {}", "", terms(explanation));
+                say!("    {:<34}            {}", "", terms(explanation));
             }
         }
     }
@@ -186,7 +186,7 @@ fn print_table(
         .map(|d| format!("{} ({})", d.key, describe_drop(&d.reason)))
         .collect();
     if !near.is_empty() {
-        println!("\nnear misses: {}", near.join(", "));
+        say!("\nnear misses: {}", near.join(", "));
     }
     Ok(())
 }

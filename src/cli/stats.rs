@@ -11,7 +11,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut it = Args::new(args);
     while let Some(arg) = it.next() {
         if arg == "-h" || arg == "--help" {
-            print!("{}", super::HELP);
+            super::push_output(super::HELP.to_string());
             return Ok(());
         }
         if !sources.accept(arg, &mut it)? {
@@ -24,22 +24,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let tools = snap.count(&TOOLS).map_err(err)?;
     let skills = snap.count(&SKILLS).map_err(err)?;
     let hooks = snap.count(&HOOKS).map_err(err)?;
-    println!("source: {}", loaded.label);
-    println!(
+    say!("source: {}", loaded.label);
+    say!(
         "loaded in {:.1} ms as version {}",
         loaded.elapsed.as_secs_f64() * 1e3,
         snap.version()
     );
-    println!("tools: {tools}, skills: {skills}, hooks: {hooks}");
+    say!("tools: {tools}, skills: {skills}, hooks: {hooks}");
     if !loaded.policy.pinned_tools.is_empty() {
-        println!("pinned: {}", loaded.policy.pinned_tools.join(", "));
+        say!("pinned: {}", loaded.policy.pinned_tools.join(", "));
     }
     let sources: Vec<String> = snap
         .index_values(&TOOLS, "source")
         .map_err(err)?
         .map(|(source, n)| format!("{source} {n}"))
         .collect();
-    println!("sources ({}): {}", sources.len(), sources.join(", "));
+    say!("sources ({}): {}", sources.len(), sources.join(", "));
     let mut categories: Vec<(String, usize)> = snap
         .index_values(&SKILLS, "category")
         .map_err(err)?
@@ -47,7 +47,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .collect();
     categories.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let categories: Vec<String> = categories.iter().map(|(c, n)| format!("{c} {n}")).collect();
-    println!(
+    say!(
         "skill categories ({}): {}",
         categories.len(),
         categories.join(", ")
@@ -57,7 +57,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .map_err(err)?
         .filter(|(_, s)| !s.dependencies.is_empty())
         .count();
-    println!("skills with dependencies: {with_deps}");
+    say!("skills with dependencies: {with_deps}");
     let mut tags: Vec<(String, usize)> = snap
         .index_values(&TOOLS, "tags")
         .map_err(err)?
@@ -69,19 +69,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .take(10)
         .map(|(t, n)| format!("{t} {n}"))
         .collect();
-    println!("tool tags ({}), most used: {}", tags.len(), top.join(", "));
+    say!("tool tags ({}), most used: {}", tags.len(), top.join(", "));
     let index = snap.text_index(&TOOLS).map_err(err)?;
     let stats = index.stats();
-    println!(
+    say!(
         "tool index: {} documents, average weighted length {:.1}",
-        stats.n_docs, stats.avgdl
+        stats.n_docs,
+        stats.avgdl
     );
     let all_tokens: usize = snap
         .iter(&TOOLS)
         .map_err(err)?
         .map(|(_, t)| estimate_tokens(t))
         .sum();
-    println!(
+    say!(
         "all tool definitions: ~{all_tokens} tokens per request without selection (~{} per tool)",
         all_tokens / tools.max(1)
     );

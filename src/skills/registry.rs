@@ -3,12 +3,13 @@
 //! # Ownership rule
 //! A tool is *owned* by the skills it was bundled with (its [`Tool::skills`] field, indexed as
 //! `skill`). A skill may also *list* tools registered on their own or by other skills; listing
-//! does not own. Unregistering a skill deletes the tools it alone owned, drops it from the
+//! does not own. Unregistering a skill deletes the tools it alone owned (and their handlers,
+//! if they were registered with code), drops it from the
 //! `skills` of tools it shared, and leaves listed tools alone. A tool cannot be removed through
 //! [`unregister_tool`] while a skill lists it.
 
 use crate::store::{Snapshot, WriteTxn};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tables::{HANDLERS, SKILLS, TOOLS};
 use crate::{Skill, Tool};
 
 use super::deps::dependency_closure;
@@ -158,6 +159,11 @@ fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, Skill
         tool.skills.retain(|s| s != name);
         if tool.skills.is_empty() && !listed_by_any_skill(tx.view(), &key)? {
             tx.delete(&TOOLS, &key)?;
+            // Its code goes with it: a handler left behind would run for a later tool of the
+            // same name.
+            if matches!(tx.view().contains(&HANDLERS, &key), Ok(true)) {
+                tx.delete(&HANDLERS, &key)?;
+            }
             removed_tools.push(key);
         } else {
             tx.update(&TOOLS, tool)?;
