@@ -474,8 +474,6 @@ fn explain_an_unknown_tool_fails_and_suggests_qualified_names() {
 /// `explain` of a tool none of whose text matches prints "no query term occurs in its text",
 /// then a score formula with an empty term table under it.
 #[test]
-#[ignore = "bug: src/cli/explain.rs prints `score 0.000 = Σ ...` and an empty term table after \
-            `BM25: no query term occurs in its text` (Snapshot::explain returns Some with no terms)"]
 fn explain_prints_no_score_table_when_no_term_matches() {
     let (stdout, _) = ok(&["explain", "clock/now", FLIGHT]);
     assert!(
@@ -561,9 +559,6 @@ fn stats_counts_an_mcp_tool_list() {
 /// Two `--mcp` lists under one server name: the second import replaces the first server's
 /// tools, so the first file's tools silently vanish.
 #[test]
-#[ignore = "bug: src/cli/args.rs SourceArgs::accept takes `--mcp dup=A --mcp dup=B`; \
-            src/cli/source.rs imports both under `dup`, and the second import_server drops \
-            A's tools without a word (should be an error naming the repeated server)"]
 fn one_server_name_twice_is_an_error() {
     let error = fails_early(&[
         "stats",

@@ -53,6 +53,12 @@ impl SourceArgs {
                     .split_once('=')
                     .filter(|(server, file)| !server.is_empty() && !file.is_empty())
                     .ok_or_else(|| format!("--mcp: expected SERVER=FILE, got `{spec}`"))?;
+                // A second list for the same server would replace the first one's tools.
+                if self.mcp.iter().any(|(known, _)| known == server) {
+                    return Err(format!(
+                        "--mcp: server `{server}` given twice (one tools/list file per server)"
+                    ));
+                }
                 self.mcp.push((server.to_owned(), file.into()));
             }
             "--bundled" => self.bundled = true,

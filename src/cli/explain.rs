@@ -101,6 +101,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if let Some(why) = snap
         .explain(&TOOLS, &key, &message)
         .map_err(|e| e.to_string())?
+        .filter(|why| !why.terms.is_empty())
     {
         say!(
             "score {:.3} = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)):",
