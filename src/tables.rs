@@ -72,16 +72,17 @@ pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
 pub(crate) const BUILTIN_TABLES: usize = 5;
 
 fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
-    declare_builtins_with(builder, tools::schema())
+    declare_builtins_with(builder, ToolTextOptions::default())
 }
 
 fn declare_builtins_with(
     builder: &mut StoreBuilder,
-    tools: crate::store::TableSchema<Tool>,
+    options: ToolTextOptions,
 ) -> Result<(), SchemaError> {
+    let tokenizer = options.tokenizer.clone();
     // The order fixes the positions that TOOLS, SKILLS, HOOKS, HANDLERS and HOOK_HANDLERS name.
-    builder.table(tools)?;
-    builder.table(skills::schema())?;
+    builder.table(tools::tools_schema_with(options))?;
+    builder.table(skills::schema(tokenizer))?;
     builder.table(hooks::schema())?;
     builder.table(exec::handler_schema())?;
     builder.table(exec::hook_handler_schema())?;
@@ -139,8 +140,7 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_tool_text(options: ToolTextOptions) -> Result<Store, SchemaError> {
-        let tools = tools::tools_schema_with(options);
-        StoreBuilder::with_builtins(|b| declare_builtins_with(b, tools)).map(StoreBuilder::build)
+        StoreBuilder::with_builtins(|b| declare_builtins_with(b, options)).map(StoreBuilder::build)
     }
 }
 

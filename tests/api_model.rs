@@ -832,9 +832,10 @@ fn check_text(snap: &Snapshot, m: &Model) -> Result<(), TestCaseError> {
     let skill_config = snap.text_index(&SKILLS)?.config().clone();
     let skill_fields = ["name", "description", "tags", "category", "examples"];
     let skills = BruteBm25 {
+        // Skills are tokenized like tools (one tokenization of a turn serves both searches).
         docs: documents(
             &m.skills,
-            &TokenizerConfig::default(),
+            &options.tokenizer,
             skill_text,
             &skill_fields,
         ),

@@ -17,10 +17,14 @@ pub(crate) fn term_hash(term: &str) -> u64 {
     if cfg!(test) { h & 0x3f } else { h }
 }
 
+const P0: u64 = 0xa076_1d64_78bd_642f;
+const P1: u64 = 0xe703_7ed1_a0b4_28db;
+
 fn strong_hash(term: &str) -> u64 {
-    const P0: u64 = 0xa076_1d64_78bd_642f;
-    const P1: u64 = 0xe703_7ed1_a0b4_28db;
-    let b = term.as_bytes();
+    bytes_hash(term.as_bytes())
+}
+
+fn bytes_hash(b: &[u8]) -> u64 {
     let n = b.len();
     let word = |c: Option<&[u8; 8]>| c.map_or(0, |c| u64::from_le_bytes(*c));
     let (lo, hi) = if n >= 8 {
@@ -77,6 +81,30 @@ impl Hasher for IdentityHasher {
 }
 
 pub(crate) type IdentityState = BuildHasherDefault<IdentityHasher>;
+
+/// A `Hasher` for string keys (a selection's candidates, by tool key): the term hash above,
+/// where the standard SipHash was a tenth of a selection. Keys are the application's own tool
+/// names, not attacker-chosen, so flooding resistance is not needed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StrHasher(u64);
+
+impl Hasher for StrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = mix(self.0 ^ bytes_hash(bytes), P1);
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        // `str`'s hash ends with a 0xff marker byte: folding it in is enough.
+        self.0 ^= u64::from(byte);
+    }
+}
+
+/// Builds [`StrHasher`]s.
+pub(crate) type StrState = BuildHasherDefault<StrHasher>;
 
 #[cfg(test)]
 mod tests {

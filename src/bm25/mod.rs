@@ -123,7 +123,7 @@ mod builder;
 pub mod config;
 pub mod document;
 pub mod error;
-mod hash;
+pub(crate) mod hash;
 mod identifier;
 pub mod index;
 mod merge;

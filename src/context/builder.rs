@@ -5,6 +5,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::bm25::hash::StrState;
+
 use crate::Tool;
 use crate::skills::dependency_closure;
 use crate::store::{Snapshot, StoreError};
@@ -73,7 +75,34 @@ struct Candidate {
 /// rather than across levels.
 const RETRIEVAL_TIE_BREAK: f32 = 0.1;
 
+/// How many candidates cut by `max_tools` are reported in [`Selection::dropped`], best first.
+///
+/// ```
+/// assert_eq!(capstore::context::MAX_TOOLS_NEAR_MISSES, 8);
+/// ```
+pub const MAX_TOOLS_NEAR_MISSES: usize = 8;
+
 impl Candidate {
+    fn bonus_of(reason: &Reason, score: f32) -> f32 {
+        if matches!(reason, Reason::Retrieved { .. }) {
+            RETRIEVAL_TIE_BREAK * score
+        } else {
+            0.0
+        }
+    }
+
+    /// Another way the tool was found: it keeps its best class and all its reasons.
+    fn merge(&mut self, class: u8, score: f32, reason: Reason) {
+        self.bonus = self.bonus.max(Self::bonus_of(&reason, score));
+        if class < self.class || (class == self.class && score > self.score) {
+            self.class = class;
+            self.score = score;
+            self.reasons.insert(0, reason);
+        } else {
+            self.reasons.push(reason);
+        }
+    }
+
     /// The score it ranks by: the bonus only orders relevant tools (pinned and named tools keep
     /// their own order).
     fn rank_score(&self) -> f32 {
@@ -89,28 +118,15 @@ impl Candidate {
 /// all its reasons.
 #[derive(Default)]
 struct Candidates {
-    by_key: HashMap<Arc<str>, Candidate>,
+    by_key: HashMap<Arc<str>, Candidate, StrState>,
 }
 
 impl Candidates {
     fn add(&mut self, key: &Arc<str>, tool: &Arc<Tool>, class: u8, score: f32, reason: Reason) {
-        let bonus = if matches!(reason, Reason::Retrieved { .. }) {
-            RETRIEVAL_TIE_BREAK * score
-        } else {
-            0.0
-        };
         match self.by_key.get_mut(key) {
-            Some(c) => {
-                c.bonus = c.bonus.max(bonus);
-                if class < c.class || (class == c.class && score > c.score) {
-                    c.class = class;
-                    c.score = score;
-                    c.reasons.insert(0, reason);
-                } else {
-                    c.reasons.push(reason);
-                }
-            }
+            Some(c) => c.merge(class, score, reason),
             None => {
+                let bonus = Candidate::bonus_of(&reason, score);
                 self.by_key.insert(
                     Arc::clone(key),
                     Candidate {
@@ -134,6 +150,12 @@ impl Candidates {
         score: f32,
         reason: Reason,
     ) -> Result<bool, StoreError> {
+        // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
+        // second lookup in the table nor a new key.
+        if let Some(c) = self.by_key.get_mut(key) {
+            c.merge(class, score, reason);
+            return Ok(true);
+        }
         let Some(tool) = snapshot.get_arc(&TOOLS, key)? else {
             return Ok(false);
         };
@@ -192,7 +214,10 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
-        let mut candidates = Candidates::default();
+        let mut candidates = Candidates {
+            // Pinned tools, a few skills' tools and the retrieved ones: rarely more.
+            by_key: HashMap::with_capacity_and_hasher(64, StrState::default()),
+        };
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
         let texts = weighted_texts(turn, p);
@@ -212,8 +237,15 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(snapshot, key, class::DISCOVERED, 0.0, Reason::Discovered)?;
         }
-        self.add_matched_skills(snapshot, &texts, &mut candidates, &mut skills)?;
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+        // The message is tokenized once when both indexes tokenize alike (the default).
+        let skill_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
+            None
+        } else {
+            Some(weighted_terms(snapshot, &SKILLS, &texts)?)
+        };
+        let skill_query = skill_query.as_deref().unwrap_or(&query);
+        self.add_matched_skills(snapshot, skill_query, &mut candidates, &mut skills)?;
         self.add_retrieved(snapshot, &query, &mut candidates, &mut dropped)?;
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
@@ -236,13 +268,19 @@ impl ContextBuilder {
             }
         }
 
-        let mut ordered: Vec<Candidate> = candidates.by_key.into_values().collect();
-        ordered.sort_by(|a, b| {
+        let mut ordered: Vec<(f32, Candidate)> = candidates
+            .by_key
+            .into_values()
+            .map(|c| (c.rank_score(), c))
+            .collect();
+        // Keys are unique, so the order is total and an unstable sort is deterministic.
+        ordered.sort_unstable_by(|(sa, a), (sb, b)| {
             a.class
                 .cmp(&b.class)
-                .then(b.rank_score().total_cmp(&a.rank_score()))
+                .then(sb.total_cmp(sa))
                 .then_with(|| a.key.cmp(&b.key))
         });
+        let ordered: Vec<Candidate> = ordered.into_iter().map(|(_, c)| c).collect();
         let (mut tools, tokens) = self.fill(ordered, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
@@ -299,7 +337,7 @@ impl ContextBuilder {
     fn add_matched_skills(
         &self,
         snapshot: &Snapshot,
-        texts: &[(&str, f32)],
+        query: &[(String, f32)],
         candidates: &mut Candidates,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -307,10 +345,9 @@ impl ContextBuilder {
         if p.max_skills == 0 || snapshot.count(&SKILLS)? == 0 {
             return Ok(());
         }
-        let query = weighted_terms(snapshot, &SKILLS, texts)?;
         let hits = snapshot
             .text_index(&SKILLS)?
-            .search_weighted(&query, p.max_skills, |_| true);
+            .search_weighted(query, p.max_skills, |_| true);
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
@@ -364,15 +401,22 @@ impl ContextBuilder {
         let k = p.max_tools.saturating_mul(2).saturating_add(4);
         let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
         let index = snapshot.text_index(&TOOLS)?;
-        let hits = index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
-            Ok(Some(tool)) => match self.tag_filter(tool) {
-                None => true,
-                Some(reason) => {
-                    filtered.borrow_mut().push((key.to_string(), reason));
-                    false
-                }
-            },
-            _ => false,
+        let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
+        let hits = index.search_weighted(query, k, |key| {
+            // Without tag filters every indexed tool passes: no table lookup per hit.
+            if !filtering {
+                return true;
+            }
+            match snapshot.get(&TOOLS, key) {
+                Ok(Some(tool)) => match self.tag_filter(tool) {
+                    None => true,
+                    Some(reason) => {
+                        filtered.borrow_mut().push((key.to_string(), reason));
+                        false
+                    }
+                },
+                _ => false,
+            }
         });
         // The filter sees keys in the index's internal order, which depends on the store's
         // history; report them best first, ties by key, so equal stores explain alike.
@@ -455,8 +499,9 @@ impl ContextBuilder {
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
-        let mut selected: Vec<SelectedTool> = Vec::new();
+        let mut selected: Vec<SelectedTool> = Vec::with_capacity(p.max_tools.min(ordered.len()));
         let mut used = 0usize;
+        let mut over_limit = 0usize;
         for c in ordered {
             let pinned = c.class == class::PINNED;
             if !pinned {
@@ -469,11 +514,16 @@ impl ContextBuilder {
                     continue;
                 }
                 if selected.len() >= p.max_tools {
-                    dropped.push(Dropped {
-                        key: c.key.to_string(),
-                        reason: DropReason::MaxTools { max: p.max_tools },
-                        candidate: c.reasons,
-                    });
+                    // The best few over the limit are near misses; a matched skill can bring
+                    // dozens more, and listing them all was a tenth of a selection.
+                    if over_limit < MAX_TOOLS_NEAR_MISSES {
+                        over_limit += 1;
+                        dropped.push(Dropped {
+                            key: c.key.to_string(),
+                            reason: DropReason::MaxTools { max: p.max_tools },
+                            candidate: c.reasons,
+                        });
+                    }
                     continue;
                 }
             }

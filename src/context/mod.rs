@@ -46,7 +46,7 @@ mod selection;
 mod turn;
 
 pub use budget::estimate_tokens;
-pub use builder::ContextBuilder;
+pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
 pub use policy::{NoMatch, PolicyError, SelectionPolicy};

@@ -154,7 +154,9 @@ pub struct Selection {
     pub version: u64,
     /// The tools to send, in send order.
     pub tools: Vec<SelectedTool>,
-    /// Near misses: candidates that were dropped, with why.
+    /// Near misses: candidates that were dropped, with why: all those cut by tag filters or
+    /// the token budget, and the best [`MAX_TOOLS_NEAR_MISSES`](super::MAX_TOOLS_NEAR_MISSES)
+    /// of those cut by `max_tools`.
     pub dropped: Vec<Dropped>,
     /// The skills that contributed.
     pub skills: Vec<MatchedSkill>,

@@ -31,6 +31,7 @@ pub use error::SkillError;
 pub use record::Skill;
 pub use registry::{Unregistered, register_skill, unregister_skill, unregister_tool};
 
+use crate::bm25::TokenizerConfig;
 use crate::store::{IndexSchema, TableSchema, TextFields, TextSchema};
 
 /// The declaration of the built-in `skills` table.
@@ -38,7 +39,7 @@ use crate::store::{IndexSchema, TableSchema, TextFields, TextSchema};
 /// Primary key: the name. Indexes: `category`, `tags` (multi), `tool` (multi: the qualified
 /// names of the tools it bundles), `dependency` (multi). Text index fields: `name`,
 /// `description`, `tags`, `category`, `examples`.
-pub(crate) fn schema() -> TableSchema<Skill> {
+pub(crate) fn schema(tokenizer: TokenizerConfig) -> TableSchema<Skill> {
     TableSchema::new("skills", |s: &Skill| s.name.clone())
         .index(IndexSchema::single("category", |s: &Skill| {
             (!s.category.is_empty()).then(|| s.category.clone())
@@ -49,7 +50,9 @@ pub(crate) fn schema() -> TableSchema<Skill> {
             s.dependencies.clone()
         }))
         .validator(Skill::validate)
-        .text_index(TextSchema::new(skill_text))
+        // The tools' tokenizer: a turn's message is tokenized once for both searches, and a
+        // skill's examples meet the message's words in the same form (`flights` → `flight`).
+        .text_index(TextSchema::new(skill_text).tokenizer(tokenizer))
 }
 
 /// Fills a skill's text document: `name`, `description`, `tags`, `category`, `examples`.

@@ -555,6 +555,18 @@ impl Snapshot {
         Ok(self.tokenize_with(def, text))
     }
 
+    /// Whether two tables' text indexes tokenize alike, so that a query tokenized for one
+    /// serves the other. False if either has no text index.
+    pub(crate) fn same_tokenizer<A: Record, B: Record>(&self, a: &Table<A>, b: &Table<B>) -> bool {
+        match (self.text(a), self.text(b)) {
+            (Ok((da, _, _)), Ok((db, _, _))) => match (&da.text, &db.text) {
+                (Some(ta), Some(tb)) => ta.tokenizer.config() == tb.tokenizer.config(),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     fn tokenize_with(&self, def: &TableDef, text: &str) -> Vec<String> {
         def.text
             .as_ref()

@@ -35,16 +35,6 @@ pub use text::{
 
 use crate::store::{IndexSchema, TableSchema, TextSchema};
 
-/// The declaration of the built-in `tools` table.
-///
-/// Primary key: the qualified name. Indexes: `name`, `source`, `tags` (multi), `skill` (multi:
-/// the skills that bundle the tool). Text index fields: `name`, `description`, `tags`,
-/// `params` (parameter names), `param_docs` (parameter descriptions), `skills`, tokenized and
-/// weighted as [`ToolTextOptions::default`] says (light stemming; `name` 2, `param_docs` 0.5).
-pub(crate) fn schema() -> TableSchema<Tool> {
-    tools_schema_with(ToolTextOptions::default())
-}
-
 /// The declaration of the `tools` table with its text index configured by `options` (the
 /// built-in table uses [`ToolTextOptions::default`]); see [`Store::with_tool_text`](crate::Store::with_tool_text).
 ///
