@@ -560,13 +560,21 @@ impl ContextBuilder {
     }
 }
 
+/// Records a skill once; a skill met first as a dependency and then matched by the message
+/// is reported as matched, with its score.
 fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'static str) {
-    if !skills.iter().any(|s| s.name == name) {
-        skills.push(MatchedSkill {
+    match skills.iter_mut().find(|s| s.name == name) {
+        Some(known) => {
+            if known.how == "dependency" && how == "matched" {
+                known.how = how;
+                known.score = score;
+            }
+        }
+        None => skills.push(MatchedSkill {
             name: name.to_string(),
             score,
             how,
-        });
+        }),
     }
 }
 
