@@ -950,3 +950,39 @@ fn loader_fuzz_regression_corpus_replays_cleanly() {
     }
     assert!(replayed >= 2);
 }
+
+/// Fuzz `catalog` finding: serde_json's default float parsing is best effort, so a number in
+/// an input schema (here 1.0715660391465826e-75) was read as one float, exported as its
+/// shortest text, and read back as a neighbouring float: the export did not load the same
+/// tool. The crate now parses floats exactly (`float_roundtrip`).
+#[test]
+fn catalog_numbers_survive_export_and_reload_exactly() {
+    use capstore::catalog::Catalog;
+    let text = r#"{"format": "capstore.catalog/v1", "tools": [{"name": "t",
+        "input_schema": {"type": "object", "maximum": 1.0715660391465826e-75}}]}"#;
+    let store = Store::new();
+    Catalog::from_json_str(text)
+        .expect("parses")
+        .load_into(&store)
+        .expect("loads");
+    let exported = Catalog::from_snapshot(&store.snapshot(), &[])
+        .expect("exports")
+        .to_json_pretty()
+        .expect("JSON");
+    let reloaded = Store::new();
+    Catalog::from_json_str(&exported)
+        .expect("re-parses")
+        .load_into(&reloaded)
+        .expect("reloads");
+    let schema = |s: &Store| {
+        s.snapshot()
+            .get(&TOOLS, "t")
+            .expect("tools")
+            .map(|t| t.input_schema.clone())
+    };
+    assert_eq!(schema(&store), schema(&reloaded));
+    assert_eq!(
+        schema(&reloaded).map(|s| s["maximum"].as_f64()),
+        Some(Some(1.0715660391465826e-75))
+    );
+}
