@@ -951,10 +951,11 @@ fn loader_fuzz_regression_corpus_replays_cleanly() {
     assert!(replayed >= 2);
 }
 
-/// Fuzz `catalog` finding: serde_json's default float parsing is best effort, so a number in
-/// an input schema (here 1.0715660391465826e-75) was read as one float, exported as its
-/// shortest text, and read back as a neighbouring float: the export did not load the same
-/// tool. The crate now parses floats exactly (`float_roundtrip`).
+/// Finding of the `catalog` fuzz target's round-trip check: serde_json's default float
+/// parsing is best effort, so a number in an input schema (here 1.0715660391465826e-75) was
+/// read as one float, exported as its shortest text, and read back as a neighbouring float:
+/// the export did not load the same tool. The crate now parses floats exactly
+/// (`float_roundtrip`).
 #[test]
 fn catalog_numbers_survive_export_and_reload_exactly() {
     use capstore::catalog::Catalog;
