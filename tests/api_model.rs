@@ -833,12 +833,7 @@ fn check_text(snap: &Snapshot, m: &Model) -> Result<(), TestCaseError> {
     let skill_fields = ["name", "description", "tags", "category", "examples"];
     let skills = BruteBm25 {
         // Skills are tokenized like tools (one tokenization of a turn serves both searches).
-        docs: documents(
-            &m.skills,
-            &options.tokenizer,
-            skill_text,
-            &skill_fields,
-        ),
+        docs: documents(&m.skills, &options.tokenizer, skill_text, &skill_fields),
         weights: skill_config
             .field_weights
             .iter()
