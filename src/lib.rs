@@ -4,24 +4,17 @@
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
-//! capstore: the store an agent keeps its capabilities in (tools, skills, hooks), and the
-//! selector that decides, each turn, which tool definitions reach the model.
+#![doc = include_str!("../README.md")]
 //!
-//! See [`store`] for the snapshot-versioned tables, [`bm25`] for the text index.
+//! ## Modules
 //!
-//! ```
-//! use capstore::{Store, Tool, TOOLS};
-//!
-//! let store = Store::new();
-//! store.write(|tx| {
-//!     tx.insert(&TOOLS, Tool::new("get_weather", "Current weather for a city").with_tags(["web"]))?;
-//!     tx.insert(&TOOLS, Tool::new("read_file", "Read a file from disk").with_tags(["fs"]))
-//! })?;
-//! let snap = store.snapshot();
-//! let best = &snap.search(&TOOLS, "weather in Paris", 3)?[0];
-//! assert_eq!(best.record.name, "get_weather");
-//! # Ok::<(), capstore::StoreError>(())
-//! ```
+//! [`store`]: the snapshot-versioned tables, transactions, change sets and watches.
+//! [`bm25`]: the tokenizer, scoring with explanations, and the index kept inside snapshots.
+//! [`tools`], [`skills`], [`hooks`]: the built-in records and their rules.
+//! [`context`]: the per-turn selection. [`catalog`]: catalog files and the bundled catalog.
+//! [`mcp`]: MCP `tools/list` import. [`provider`]: OpenAI and Anthropic tool shapes.
+//! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus, a minimal loop.
+//! [`eval`]: selection-quality metrics.
 
 pub mod agent;
 pub mod bm25;
@@ -51,8 +44,3 @@ pub use store::{
 };
 pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS};
 pub use tools::Tool;
-
-/// The README's examples, compiled and run as doctests so that they cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
