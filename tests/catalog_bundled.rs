@@ -117,3 +117,13 @@ fn the_bundled_catalog_round_trips_through_a_store() {
         export
     );
 }
+
+/// The README states the bundled catalog's size; it must not drift from the file.
+#[test]
+fn the_readme_states_the_bundled_catalogs_size() {
+    let catalog = capstore::catalog::Catalog::bundled().expect("bundled catalog parses");
+    let tools = catalog.tools.len() + catalog.skills.iter().map(|s| s.tools.len()).sum::<usize>();
+    let readme = include_str!("../README.md");
+    let claim = format!("({} skills, {} tools", catalog.skills.len(), tools);
+    assert!(readme.contains(&claim), "README should say {claim:?}");
+}

@@ -31,7 +31,7 @@ USAGE:
     capstore stats [SOURCE]
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
 
-SOURCE (default: the catalog bundled in the crate, 37 skills and 222 tools):
+SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --catalog FILE            a capstore catalog file (format capstore.catalog/v1) instead
     --mcp SERVER=FILE         an MCP tools/list result for SERVER; repeatable. With --mcp and
                               no --catalog, only the MCP tools are loaded
