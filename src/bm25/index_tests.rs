@@ -410,3 +410,35 @@ fn weighted_queries_scale_each_term() {
         assert!(huge.iter().all(|h| !h.score.is_nan() && h.score > 0.0));
     }
 }
+
+#[test]
+fn insert_remove_churn_keeps_the_dictionaries_bounded() {
+    // Registering and removing the same tool over and over (a re-imported MCP server, a test
+    // harness) once left every cancelled document's terms in the trailing segment's
+    // dictionary, so each removal copied a larger dictionary than the last.
+    // 1,000 documents, so that 600 churn pairs stay below the slot renumbering (which
+    // rebuilds everything and would hide the growth).
+    let mut index = index();
+    for i in 0..1000 {
+        index.insert(
+            &format!("k{i}"),
+            &doc(&format!("base{} common words here", i % 7)),
+        );
+    }
+    let terms = |ix: &Bm25Index| ix.segments.iter().map(|s| s.n_terms()).sum::<usize>();
+    let before = terms(&index);
+    for r in 0..600 {
+        let text = format!("u{r}a u{r}b u{r}c u{r}d u{r}e common");
+        index.insert("churn", &doc(&text));
+        index.remove("churn");
+    }
+    let after = terms(&index);
+    assert!(
+        after <= before + 40,
+        "{before} terms before churn, {after} after"
+    );
+    assert_eq!(index.len(), 1000);
+    assert_eq!(index.doc_freq("u5a"), 0);
+    assert_eq!(index.doc_freq("common"), 1000);
+    assert_eq!(keys(&index.search(&["common"], 3)).len(), 3);
+}

@@ -89,9 +89,13 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
 
     let docs = run.iter().map(|s| s.slots.len()).sum();
     let postings = run.iter().map(|s| s.postings.len()).sum();
-    // Inherit the oldest input's dictionary unless some of its terms may have nothing left.
+    // Inherit the oldest input's dictionary unless some of its terms may have nothing left, or
+    // already have nothing (a merge that cancels an insert against its removal leaves their
+    // terms behind with no postings and no removals): inheriting those would carry them on
+    // forever, and under insert/remove churn the trailing segment's dictionary grew by every
+    // cancelled document's terms, making each removal slower than the last.
     let mut b = match inputs.first() {
-        Some(first) if first.purged.is_empty() => {
+        Some(first) if first.purged.is_empty() && !has_empty_terms(first.seg) => {
             Builder::inheriting(first.seg, lo, hi, docs, postings)
         }
         _ => {
@@ -205,6 +209,14 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         }
     }
     b.finish_with(starts, out)
+}
+
+/// Whether `seg`'s dictionary holds a term with neither postings nor removals.
+fn has_empty_terms(seg: &Segment) -> bool {
+    (0..seg.n_terms()).any(|id| {
+        let id = u32::try_from(id).unwrap_or(NO_TERM);
+        seg.postings(id).is_empty() && seg.df(id) == 0
+    })
 }
 
 /// Size class of a segment: ⌊log_factor(records)⌋.
