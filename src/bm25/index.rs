@@ -10,6 +10,7 @@ use super::builder::Builder;
 use super::config::IndexConfig;
 use super::document::Document;
 use super::error::Bm25Error;
+use super::hash::StrState;
 use super::merge::{MERGE_FACTOR, merge, next_merge};
 use super::postings::{Posting, accumulate};
 use super::query::Corpus;
@@ -108,8 +109,11 @@ pub struct Bm25Index {
     segments: Arc<Vec<Arc<Segment>>>,
     /// Slots of removed (or replaced) documents, whose postings may still be in a segment.
     dead: Tombstones,
-    /// Live documents.
-    slots: imbl::OrdMap<Arc<str>, u32>,
+    /// Live documents. A persistent hash map (HAMT) rather than the ordered map it was: every
+    /// write path-copies it, and its narrow nodes copy cheaper than a B-tree's 64-wide ones
+    /// (registering a tool into a 10k store: 59-60 -> 55 us, pinned stand-alone loop); only
+    /// [`Self::keys`] needs an order, and sorts.
+    slots: imbl::GenericHashMap<Arc<str>, u32, StrState, imbl::shared_ptr::DefaultSharedPtr>,
     /// The next slot to allocate: slots are never reused until [`Self::compact`] renumbers.
     next_slot: u32,
 }
@@ -143,7 +147,7 @@ impl Bm25Index {
             merge_factor: MERGE_FACTOR,
             segments: Arc::default(),
             dead: Tombstones::default(),
-            slots: imbl::OrdMap::new(),
+            slots: imbl::GenericHashMap::default(),
             next_slot: 0,
         })
     }
@@ -395,7 +399,9 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn keys(&self) -> Vec<Arc<str>> {
-        self.slots.keys().cloned().collect()
+        let mut keys: Vec<Arc<str>> = self.slots.keys().cloned().collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// The `k` best documents for `query` (a list of terms; a repeated term counts once per
