@@ -25,6 +25,10 @@ use capstore::{
 };
 use serde_json::json;
 
+/// The fuzz targets' checks, shared with `fuzz/fuzz_targets/*`.
+#[path = "../fuzz/checks.rs"]
+mod fuzz_checks;
+
 #[derive(Debug, Clone, PartialEq)]
 struct Person {
     id: String,
@@ -712,101 +716,6 @@ fn all_tokenizer_configs() -> Vec<TokenizerConfig> {
         .collect()
 }
 
-/// The checks of `fuzz/fuzz_targets/tokenizer.rs`.
-fn replay_tokenizer(data: &[u8]) {
-    let Some((&flags, text)) = data.split_first() else {
-        return;
-    };
-    let text = String::from_utf8_lossy(text);
-    let tokenizer = Tokenizer::new(all_tokenizer_configs()[usize::from(flags & 7)].clone());
-    for token in tokenizer.tokenize(&text) {
-        assert!(!token.is_empty(), "empty token from {text:?}");
-        assert_eq!(
-            token,
-            token.to_lowercase(),
-            "token not lowercase from {text:?}"
-        );
-        assert!(
-            !token.chars().any(char::is_whitespace),
-            "white space in {token:?}"
-        );
-    }
-}
-
-/// The checks of `fuzz/fuzz_targets/select.rs`, on the same store.
-fn replay_select(store: &Store, data: &[u8]) {
-    let Some((&max, text)) = data.split_first() else {
-        return;
-    };
-    let message = String::from_utf8_lossy(text);
-    let policy = SelectionPolicy {
-        max_tools: usize::from(max % 4),
-        ..SelectionPolicy::default()
-    };
-    let builder = ContextBuilder::with_policy(policy).expect("valid policy");
-    let turn = Turn::new(message.as_ref()).with_history([message.as_ref()]);
-    let selection = builder.select(&store.snapshot(), &turn).expect("select");
-    assert!(selection.tools.len() <= usize::from(max % 4));
-    assert!(selection.tools.iter().all(|t| t.score.is_finite()));
-    assert!(selection.query.iter().all(|(_, w)| w.is_finite()));
-}
-
-fn select_store() -> Store {
-    let store = Store::new();
-    store
-        .write(|tx| {
-            tx.insert(
-                &TOOLS,
-                Tool::new("get_weather", "Current weather for a city").with_tags(["net"]),
-            )?;
-            tx.insert(
-                &TOOLS,
-                Tool::new("read_file", "Read a file from disk").with_source("fs"),
-            )?;
-            tx.insert(
-                &TOOLS,
-                Tool::new("getPM2.5Level", "Air quality, PM2.5 in a city"),
-            )?;
-            tx.insert(&TOOLS, Tool::new("天气", "查询城市天气 weather"))?;
-            register_skill(
-                tx,
-                Skill::new("mail", "Send and read email").with_examples(["mail Ana the report"]),
-                vec![Tool::new("send_mail", "Send an email").with_tags(["mail"])],
-            )
-        })
-        .expect("fixture store");
-    store
-}
-
-/// The checks of `fuzz/fuzz_targets/tool_json.rs`.
-fn replay_tool_json(data: &[u8]) {
-    let Ok(tool) = serde_json::from_slice::<Tool>(data) else {
-        return;
-    };
-    let valid = tool.validate().is_ok();
-    let store = Store::new();
-    let key = tool.qualified_name();
-    let result = store.write(|tx| tx.insert(&TOOLS, tool.clone()));
-    let snap = store.snapshot();
-    match result {
-        Ok(_) => {
-            assert!(valid, "stored a tool that does not validate");
-            assert_eq!(snap.get(&TOOLS, &key).expect("tools"), Some(&tool));
-            let hits = snap
-                .search(&TOOLS, &format!("{} {}", tool.name, tool.description), 3)
-                .expect("search");
-            assert!(hits.iter().all(|h| h.score.is_finite()));
-            let back: Tool = serde_json::from_value(serde_json::to_value(&tool).expect("to json"))
-                .expect("round trip");
-            assert_eq!(back, tool);
-        }
-        Err(_) => {
-            assert!(!valid, "refused a tool that validates");
-            assert_eq!((snap.version(), snap.count(&TOOLS).expect("tools")), (0, 0));
-        }
-    }
-}
-
 fn corpus(target: &str) -> BTreeMap<String, Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/regressions")
@@ -826,12 +735,12 @@ fn corpus(target: &str) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn fuzz_regression_corpus_replays_cleanly() {
-    let select = select_store();
+    let select = fuzz_checks::select_store();
     let mut replayed = 0;
     for (target, replay) in [
-        ("tokenizer", &replay_tokenizer as &dyn Fn(&[u8])),
-        ("select", &|d: &[u8]| replay_select(&select, d)),
-        ("tool_json", &replay_tool_json),
+        ("tokenizer", &fuzz_checks::tokenizer as &dyn Fn(&[u8])),
+        ("select", &|d: &[u8]| fuzz_checks::select(&select, d)),
+        ("tool_json", &fuzz_checks::tool_json),
     ] {
         let files = corpus(target);
         assert!(!files.is_empty(), "no corpus for {target}");
@@ -843,102 +752,14 @@ fn fuzz_regression_corpus_replays_cleanly() {
     assert!(replayed >= 3);
 }
 
-// The loaders' fuzz targets (`catalog`, `mcp_list`): their checks, replayed on their corpora.
-
-fn tool_rows(snap: &Snapshot) -> Vec<(String, Tool)> {
-    let rows = snap.iter(&TOOLS).expect("tools table");
-    rows.map(|(k, t)| (k.to_string(), t.clone())).collect()
-}
-
-fn skill_rows(snap: &Snapshot) -> Vec<(String, Skill)> {
-    let rows = snap.iter(&SKILLS).expect("skills table");
-    rows.map(|(k, s)| (k.to_string(), s.clone())).collect()
-}
-
-/// The checks of `fuzz/fuzz_targets/catalog.rs`: a refused load changes nothing; a loaded
-/// catalog exports, re-parses and loads into an empty store with the same tools and skills,
-/// and exports the same again.
-fn replay_catalog(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(catalog) = capstore::catalog::Catalog::from_json_str(text) else {
-        return;
-    };
-    let store = Store::new();
-    let report = match catalog.load_into(&store) {
-        Ok(report) => report,
-        Err(_) => {
-            let snap = store.snapshot();
-            assert_eq!(snap.version(), 0, "a refused load published a version");
-            assert!(tool_rows(&snap).is_empty() && skill_rows(&snap).is_empty());
-            return;
-        }
-    };
-    let snap = store.snapshot();
-    let exported = capstore::catalog::Catalog::from_snapshot(&snap, &report.pinned)
-        .expect("export a loaded store");
-    let json = exported.to_json_pretty().expect("export as JSON");
-    let reparsed = capstore::catalog::Catalog::from_json_str(&json).expect("an export parses");
-    let second = Store::new();
-    reparsed
-        .load_into(&second)
-        .expect("an export loads into an empty store");
-    let snap2 = second.snapshot();
-    assert_eq!(tool_rows(&snap), tool_rows(&snap2), "tools differ");
-    assert_eq!(skill_rows(&snap), skill_rows(&snap2), "skills differ");
-    let again = capstore::catalog::Catalog::from_snapshot(&snap2, &report.pinned).expect("again");
-    assert_eq!(
-        again.to_json_pretty().expect("JSON"),
-        json,
-        "export not stable"
-    );
-}
-
-/// The checks of `fuzz/fuzz_targets/mcp_list.rs`: a refused import changes nothing; the same
-/// list imported again changes and commits nothing; removing the server leaves no tool.
-fn replay_mcp_list(data: &[u8]) {
-    use capstore::mcp::{McpToolList, import_server, remove_server};
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(list) = McpToolList::from_json(text) else {
-        return;
-    };
-    let store = Store::new();
-    let first = match import_server(&store, "s", &list) {
-        Ok(report) => report,
-        Err(_) => {
-            let snap = store.snapshot();
-            assert_eq!(snap.version(), 0, "a refused import published a version");
-            assert!(tool_rows(&snap).is_empty(), "a refused import wrote tools");
-            return;
-        }
-    };
-    assert_eq!(first.added.len(), list.len());
-    assert_eq!(first.version, (!list.is_empty()).then_some(1));
-    let before = store.snapshot();
-    let again = import_server(&store, "s", &list).expect("the same list imports again");
-    assert!(again.added.is_empty() && again.removed.is_empty() && again.changed.is_empty());
-    assert_eq!((again.unchanged, again.version), (list.len(), None));
-    let after = store.snapshot();
-    assert_eq!(
-        after.version(),
-        before.version(),
-        "a no-op re-import committed"
-    );
-    assert_eq!(tool_rows(&after), tool_rows(&before));
-    let removed = remove_server(&store, "s").expect("remove the server");
-    assert_eq!(removed.removed.len(), list.len());
-    assert!(tool_rows(&store.snapshot()).is_empty());
-}
+// The loaders' fuzz targets (`catalog`, `mcp_list`), replayed on their corpora.
 
 #[test]
 fn loader_fuzz_regression_corpus_replays_cleanly() {
     let mut replayed = 0;
     for (target, replay) in [
-        ("catalog", replay_catalog as fn(&[u8])),
-        ("mcp_list", replay_mcp_list),
+        ("catalog", fuzz_checks::catalog as fn(&[u8])),
+        ("mcp_list", fuzz_checks::mcp_list),
     ] {
         let files = corpus(target);
         assert!(!files.is_empty(), "no corpus for {target}");
