@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use capstore::bm25::{Tokenizer, TokenizerConfig};
+use capstore::bm25::{Document, Tokenizer, TokenizerConfig};
 use capstore::context::{ContextBuilder, Selection, SelectionPolicy, Turn};
 use capstore::skills::{SkillError, register_skill, skill_text, unregister_skill, unregister_tool};
 use capstore::store::{Record, Table, TextFields};
@@ -30,6 +30,9 @@ use capstore::{
 };
 use proptest::prelude::*;
 use serde_json::json;
+
+mod common;
+use common::bm25_reference::{Reference, close};
 
 // -------------------------------------------------------------------------------------------
 // Vocabulary: small, so that keys collide and queries hit.
@@ -57,8 +60,6 @@ const MESSAGES: [&str; 3] = [
     "what is the weather in the city, and mail it",
     "use fs/read_file then search",
 ];
-const REL_TOL: f64 = 1e-5;
-const ABS_TOL: f64 = 1e-6;
 
 fn all_tool_keys() -> Vec<String> {
     let mut keys = Vec::new();
@@ -642,87 +643,12 @@ fn check_tables(snap: &Snapshot, m: &Model) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// A brute-force BM25 over documents given as (field, tokens) lists.
-struct BruteBm25 {
-    docs: BTreeMap<String, Vec<(String, Vec<String>)>>,
-    weights: BTreeMap<String, f64>,
-    k1: f64,
-    b: f64,
-}
-
-impl BruteBm25 {
-    fn weight(&self, field: &str) -> f64 {
-        self.weights.get(field).copied().unwrap_or(1.0)
-    }
-    fn tf(&self, doc: &[(String, Vec<String>)], term: &str) -> f64 {
-        doc.iter()
-            .map(|(f, toks)| self.weight(f) * toks.iter().filter(|t| *t == term).count() as f64)
-            .sum()
-    }
-    fn dl(&self, doc: &[(String, Vec<String>)]) -> f64 {
-        doc.iter()
-            .map(|(f, toks)| self.weight(f) * toks.len() as f64)
-            .sum()
-    }
-    fn df(&self, term: &str) -> u64 {
-        self.docs
-            .values()
-            .filter(|d| self.tf(d, term) > 0.0)
-            .count() as u64
-    }
-    fn score(&self, doc: &[(String, Vec<String>)], query: &[String]) -> f64 {
-        let n = self.docs.len() as f64;
-        let avgdl = if self.docs.is_empty() {
-            0.0
-        } else {
-            self.docs.values().map(|d| self.dl(d)).sum::<f64>() / n
-        };
-        let mut counts: BTreeMap<&str, f64> = BTreeMap::new();
-        for t in query {
-            *counts.entry(t).or_default() += 1.0;
-        }
-        let dl = self.dl(doc);
-        let mut score = 0.0;
-        for (term, count) in counts {
-            let tf = self.tf(doc, term);
-            if tf <= 0.0 {
-                continue;
-            }
-            let df = self.df(term) as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            let norm = if avgdl > 0.0 {
-                self.k1 * (1.0 - self.b + self.b * dl / avgdl)
-            } else {
-                self.k1
-            };
-            score += count * idf * (self.k1 + 1.0) * tf / (tf + norm);
-        }
-        score
-    }
-    /// Every matching document, best first, ties by key.
-    fn search(&self, query: &[String]) -> Vec<(String, f64)> {
-        let mut hits: Vec<(String, f64)> = self
-            .docs
-            .iter()
-            .map(|(k, d)| (k.clone(), self.score(d, query)))
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        hits
-    }
-}
-
-fn close(a: f64, b: f64) -> bool {
-    let diff = (a - b).abs();
-    diff <= ABS_TOL || diff <= REL_TOL * a.abs().max(b.abs())
-}
-
 fn documents<R>(
     rows: &BTreeMap<String, R>,
     tokenizer: &TokenizerConfig,
     fields_of: impl Fn(&R, &mut TextFields<'_>),
     field_names: &[&str],
-) -> BTreeMap<String, Vec<(String, Vec<String>)>> {
+) -> BTreeMap<String, Document> {
     let tokenizer = Tokenizer::new(tokenizer.clone());
     rows.iter()
         .map(|(key, row)| {
@@ -730,8 +656,10 @@ fn documents<R>(
             fields_of(row, &mut fields);
             let doc = field_names
                 .iter()
-                .filter_map(|f| fields.tokens(f).map(|t| (f.to_string(), t.to_vec())))
-                .collect();
+                .fold(Document::new(), |doc, f| match fields.tokens(f) {
+                    Some(tokens) => doc.with_field(f, tokens.to_vec()),
+                    None => doc,
+                });
             (key.clone(), doc)
         })
         .collect()
@@ -740,7 +668,7 @@ fn documents<R>(
 fn check_bm25<R: Record>(
     snap: &Snapshot,
     table: &Table<R>,
-    brute: &BruteBm25,
+    brute: &Reference<'_>,
 ) -> Result<(), TestCaseError> {
     let index = snap.text_index(table)?;
     prop_assert_eq!(index.len(), brute.docs.len());
@@ -817,30 +745,17 @@ fn check_text(snap: &Snapshot, m: &Model) -> Result<(), TestCaseError> {
         "param_docs",
         "skills",
     ];
-    let tools = BruteBm25 {
+    let tools = Reference {
+        config: &options.index,
         docs: documents(&m.tools, &options.tokenizer, tool_text, &tool_fields),
-        weights: options
-            .index
-            .field_weights
-            .iter()
-            .map(|(k, v)| (k.clone(), f64::from(*v)))
-            .collect(),
-        k1: f64::from(options.index.params.k1),
-        b: f64::from(options.index.params.b),
     };
     check_bm25(snap, &TOOLS, &tools)?;
     let skill_config = snap.text_index(&SKILLS)?.config().clone();
     let skill_fields = ["name", "description", "tags", "category", "examples"];
-    let skills = BruteBm25 {
+    let skills = Reference {
+        config: &skill_config,
         // Skills are tokenized like tools (one tokenization of a turn serves both searches).
         docs: documents(&m.skills, &options.tokenizer, skill_text, &skill_fields),
-        weights: skill_config
-            .field_weights
-            .iter()
-            .map(|(k, v)| (k.clone(), f64::from(*v)))
-            .collect(),
-        k1: f64::from(skill_config.params.k1),
-        b: f64::from(skill_config.params.b),
     };
     check_bm25(snap, &SKILLS, &skills)
 }

@@ -15,12 +15,13 @@ use std::fmt;
 use capstore::bm25::{Bm25Index, Bm25Params, Document, Hit, IndexConfig};
 use proptest::prelude::*;
 
+mod common;
+use common::bm25_reference::{Reference, close};
+
 const VOCAB: usize = 20;
 const KEYS: u8 = 24;
 /// Upserts draw from the first few keys so that they usually replace a document.
 const HOT_KEYS: u8 = 6;
-const REL_TOL: f64 = 1e-5;
-const ABS_TOL: f64 = 1e-6;
 /// Clones kept alive and re-checked (the most recent ones).
 const MAX_SNAPSHOTS: usize = 4;
 
@@ -207,111 +208,6 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 // The brute-force reference
 // -------------------------------------------------------------------------------------------
 
-struct Model<'c> {
-    config: &'c IndexConfig,
-    docs: BTreeMap<String, Document>,
-}
-
-impl Model<'_> {
-    fn weight(&self, field: &str) -> f64 {
-        f64::from(self.config.field_weights.get(field).copied().unwrap_or(1.0))
-    }
-
-    /// Σ weight · count of `t` over the document's fields.
-    fn tf(&self, doc: &Document, t: &str) -> f64 {
-        doc.fields()
-            .map(|(name, tokens)| {
-                self.weight(name) * tokens.iter().filter(|x| x.as_str() == t).count() as f64
-            })
-            .sum()
-    }
-
-    /// Σ weight · field length.
-    fn dl(&self, doc: &Document) -> f64 {
-        doc.fields()
-            .map(|(name, tokens)| self.weight(name) * tokens.len() as f64)
-            .sum()
-    }
-
-    fn n(&self) -> u64 {
-        self.docs.len() as u64
-    }
-
-    fn total_len(&self) -> f64 {
-        self.docs.values().map(|d| self.dl(d)).sum()
-    }
-
-    fn avgdl(&self) -> f64 {
-        if self.docs.is_empty() {
-            0.0
-        } else {
-            self.total_len() / self.docs.len() as f64
-        }
-    }
-
-    fn df(&self, t: &str) -> u64 {
-        self.docs.values().filter(|d| self.tf(d, t) > 0.0).count() as u64
-    }
-
-    fn score(&self, doc: &Document, query: &[String]) -> f64 {
-        let weighted: Vec<(String, f32)> = query.iter().map(|t| (t.clone(), 1.0)).collect();
-        self.score_weighted(doc, &weighted)
-    }
-
-    /// Σ over distinct terms of (Σ of the term's weights) · idf · (k1 + 1) · tf / (tf + norm);
-    /// terms whose total weight is not positive are left out.
-    fn score_weighted(&self, doc: &Document, query: &[(String, f32)]) -> f64 {
-        let Bm25Params { k1, b } = self.config.params;
-        let (k1, b) = (f64::from(k1), f64::from(b));
-        let n = self.n() as f64;
-        let avgdl = self.avgdl();
-        let dl = self.dl(doc);
-        let mut counts: BTreeMap<&str, f64> = BTreeMap::new();
-        for (t, w) in query {
-            *counts.entry(t).or_default() += f64::from(*w);
-        }
-        counts.retain(|_, w| *w > 0.0);
-        let mut score = 0.0;
-        for (t, count) in counts {
-            let tf = self.tf(doc, t);
-            if tf <= 0.0 {
-                continue;
-            }
-            let df = self.df(t) as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            let norm = if avgdl > 0.0 {
-                k1 * (1.0 - b + b * dl / avgdl)
-            } else {
-                k1
-            };
-            score += count * idf * (k1 + 1.0) * tf / (tf + norm);
-        }
-        score
-    }
-
-    /// Every matching document, best first, ties by key.
-    fn search(&self, query: &[String]) -> Vec<(String, f64)> {
-        let weighted: Vec<(String, f32)> = query.iter().map(|t| (t.clone(), 1.0)).collect();
-        self.search_weighted(&weighted)
-    }
-
-    fn search_weighted(&self, query: &[(String, f32)]) -> Vec<(String, f64)> {
-        let mut hits: Vec<(String, f64)> = self
-            .docs
-            .iter()
-            .map(|(k, d)| (k.clone(), self.score_weighted(d, query)))
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        hits
-    }
-}
-
-fn close(a: f64, b: f64) -> bool {
-    let diff = (a - b).abs();
-    diff <= ABS_TOL || diff <= REL_TOL * a.abs().max(b.abs())
-}
-
 /// The index's hits agree with the reference's ranking: same length, scores equal rank by
 /// rank, each hit's own score right, sorted with ties by key, and no document clearly better
 /// than the last hit left out.
@@ -360,7 +256,7 @@ fn query_terms(q: &[u8]) -> Vec<String> {
 }
 
 /// Everything the index reports must agree with the model.
-fn check_state(index: &Bm25Index, model: &Model<'_>, probe: &[String]) -> Result<(), String> {
+fn check_state(index: &Bm25Index, model: &Reference<'_>, probe: &[String]) -> Result<(), String> {
     let keys: Vec<String> = index.keys().iter().map(|k| k.to_string()).collect();
     let model_keys: Vec<String> = model.docs.keys().cloned().collect();
     if keys != model_keys {
@@ -432,7 +328,7 @@ fn run(case: &Case) -> Result<(), String> {
     if let Some(t) = case.merge_factor {
         index = index.with_merge_factor(t);
     }
-    let mut model = Model {
+    let mut model = Reference {
         config: &config,
         docs: BTreeMap::new(),
     };
