@@ -5,38 +5,20 @@
 //! Run: `cargo bench --bench store_write`.
 
 mod synthetic;
+#[path = "../bench/peers/src/synthetic_store.rs"]
+mod synthetic_store;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use capstore::{Store, TOOLS, Tool};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use serde_json::json;
 use synthetic::{Corpus, CorpusSpec};
+use synthetic_store::{corpus_tools, tool_from};
 
 const N: usize = 10_000;
 
-/// A tool-like record from synthetic document `i`: name from its first two words, description
-/// from the rest, one parameter.
-fn tool_from(corpus: &Corpus, i: usize, tokens: &[String]) -> Tool {
-    let (head, rest) = tokens.split_at(tokens.len().min(2));
-    let name = format!("{}_{i}", head.join("_"));
-    let description = rest.join(" ");
-    Tool::new(name, description)
-        .with_source(format!("server{}", i % 20))
-        .with_tags([format!("tag{}", i % 50)])
-        .with_input_schema(json!({
-            "type": "object",
-            "properties": { "query": { "type": "string", "description": corpus.vocab[i % 500] } }
-        }))
-}
-
-fn corpus_tools(corpus: &Corpus) -> Vec<Tool> {
-    (0..corpus.len())
-        .map(|i| tool_from(corpus, i, &corpus.doc_tokens(i)))
-        .collect()
-}
-
+/// A store holding `tools`, written in one transaction.
 fn filled_store(tools: &[Tool]) -> Store {
     let store = Store::new();
     store
@@ -52,7 +34,7 @@ fn filled_store(tools: &[Tool]) -> Store {
 
 fn bench_store(c: &mut Criterion) {
     let corpus = Corpus::generate(CorpusSpec::tool_like(N));
-    let tools = corpus_tools(&corpus);
+    let tools = corpus_tools(&corpus, corpus.len());
     let extra: Vec<Tool> = corpus
         .extra_docs(1_000)
         .iter()

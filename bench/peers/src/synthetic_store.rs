@@ -1,10 +1,10 @@
 //! Tools and skills made from the synthetic corpus, for benchmarks of the whole store and of
-//! `ContextBuilder::select`. Shared by `capstore-peers` and the root `benches/select.rs` (which
-//! includes this file with `#[path]`); both declare `mod synthetic;` at their crate root.
+//! `ContextBuilder::select`. Shared by `capstore-peers` and the root `benches/select.rs` and
+//! `benches/store_write.rs` (which include this file with `#[path]`); all declare
+//! `mod synthetic;` at their crate root.
 //!
 //! - Tool `i`: name from document `i`'s first two words plus `_i`, description from the rest, a
-//!   source (`server{i % 20}`), a tag (`tag{i % 50}`) and one parameter (as in
-//!   `benches/store_write.rs`).
+//!   source (`server{i % 20}`), a tag (`tag{i % 50}`) and one parameter.
 //! - Skill `j` bundles tools `10j .. 10j + 10`; its description is the first three description
 //!   words of each of its tools; skill `j` depends on skill `j - 1` unless `j % 4 == 0`, so the
 //!   dependency chains are four skills long.
