@@ -64,11 +64,19 @@ where
 pub fn remove_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {
     tx.all_or_nothing(|tx| {
         let tool = unregister_tool(tx, key)?;
-        if tx.view().contains(&HANDLERS, key)? {
-            tx.delete(&HANDLERS, key)?;
-        }
+        delete_handler(tx, key)?;
         Ok(tool)
     })
+}
+
+/// Deletes the handler of the tool under `key`, if it has one: every path that deletes a tool
+/// calls this, so that no snapshot holds a handler without its tool (a later tool of the same
+/// name would run it).
+pub(crate) fn delete_handler(tx: &mut WriteTxn, key: &str) -> Result<(), StoreError> {
+    if tx.view().contains(&HANDLERS, key)? {
+        tx.delete(&HANDLERS, key)?;
+    }
+    Ok(())
 }
 
 /// Adds `hook` and its handler inside `tx`, all or nothing. Fails with

@@ -3,8 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::Tool;
+use crate::exec::delete_handler;
+use crate::skills::skills_listing;
 use crate::store::{Store, WriteTxn};
-use crate::tables::{HANDLERS, SKILLS, TOOLS};
+use crate::tables::TOOLS;
 
 use super::error::McpError;
 use super::list::McpToolList;
@@ -189,11 +191,7 @@ fn replace_server_tools(
     }
     // What is left in `current` the server no longer offers (BTreeMap: in key order).
     for key in current.keys() {
-        let listed_by: Vec<String> = tx
-            .view()
-            .by_index(&SKILLS, "tool", key)?
-            .map(|(skill, _)| skill.to_string())
-            .collect();
+        let listed_by = skills_listing(tx.view(), key)?;
         if !listed_by.is_empty() {
             return Err(McpError::ToolInUse {
                 server: server.to_string(),
@@ -206,9 +204,7 @@ fn replace_server_tools(
         // As `exec::remove_tool` does: the ownership rule (checked for all removals above),
         // and the tool's handler goes with it, so no snapshot has one without the other.
         tx.delete(&TOOLS, &key)?;
-        if tx.view().contains(&HANDLERS, &key)? {
-            tx.delete(&HANDLERS, &key)?;
-        }
+        delete_handler(tx, &key)?;
         report.removed.push(key);
     }
     for tool in writes {

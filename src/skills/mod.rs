@@ -29,6 +29,7 @@ mod registry;
 pub use deps::dependency_closure;
 pub use error::SkillError;
 pub use record::Skill;
+pub(crate) use registry::skills_listing;
 pub use registry::{Unregistered, register_skill, unregister_skill, unregister_tool};
 
 use crate::bm25::TokenizerConfig;

@@ -8,8 +8,8 @@
 //! `skills` of tools it shared, and leaves listed tools alone. A tool cannot be removed through
 //! [`unregister_tool`] while a skill lists it.
 
-use crate::store::{Snapshot, WriteTxn};
-use crate::tables::{HANDLERS, SKILLS, TOOLS};
+use crate::store::{Snapshot, StoreError, WriteTxn};
+use crate::tables::{SKILLS, TOOLS};
 use crate::{Skill, Tool};
 
 use super::deps::dependency_closure;
@@ -159,11 +159,7 @@ fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, Skill
         tool.skills.retain(|s| s != name);
         if tool.skills.is_empty() && !listed_by_any_skill(tx.view(), &key)? {
             tx.delete(&TOOLS, &key)?;
-            // Its code goes with it: a handler left behind would run for a later tool of the
-            // same name.
-            if matches!(tx.view().contains(&HANDLERS, &key), Ok(true)) {
-                tx.delete(&HANDLERS, &key)?;
-            }
+            crate::exec::delete_handler(tx, &key)?;
             removed_tools.push(key);
         } else {
             tx.update(&TOOLS, tool)?;
@@ -197,11 +193,7 @@ fn listed_by_any_skill(snapshot: &Snapshot, tool: &str) -> Result<bool, SkillErr
 /// # Ok::<(), SkillError>(())
 /// ```
 pub fn unregister_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {
-    let skills: Vec<String> = tx
-        .view()
-        .by_index(&SKILLS, "tool", key)?
-        .map(|(k, _)| k.to_string())
-        .collect();
+    let skills = skills_listing(tx.view(), key)?;
     if !skills.is_empty() {
         return Err(SkillError::ToolInUse {
             tool: key.to_string(),
@@ -209,4 +201,12 @@ pub fn unregister_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError>
         });
     }
     Ok((*tx.delete(&TOOLS, key)?).clone())
+}
+
+/// The skills that list the tool under `key` (which may not be removed while any does).
+pub(crate) fn skills_listing(snapshot: &Snapshot, key: &str) -> Result<Vec<String>, StoreError> {
+    Ok(snapshot
+        .by_index(&SKILLS, "tool", key)?
+        .map(|(skill, _)| skill.to_string())
+        .collect())
 }
