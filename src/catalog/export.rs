@@ -2,12 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::store::Snapshot;
+use crate::store::{Snapshot, Store};
 use crate::tables::{SKILLS, TOOLS};
 use crate::{Skill, Tool};
 
 use super::check::check;
-use super::error::{CatalogError, CatalogErrorKind, pointer};
+use super::error::{CatalogError, CatalogErrorKind};
+use super::load::resolve;
 use super::{Catalog, CatalogFormat, CatalogSkill};
 
 impl Catalog {
@@ -95,52 +96,11 @@ impl Catalog {
         Ok(text)
     }
 
-    /// Checks the catalog and that it needs nothing outside itself.
+    /// Checks the catalog and that it needs nothing outside itself: the load-time checks
+    /// against an empty store.
     fn check_complete(&self) -> Result<(), CatalogError> {
         let checked = check(self)?;
-        for (i, skill) in self.skills.iter().enumerate() {
-            let name = Some(skill.name.as_str());
-            if let Some(k) = skill
-                .dependencies
-                .iter()
-                .position(|d| !checked.skills.contains_key(d.as_str()))
-            {
-                return Err(CatalogError::at(
-                    pointer("", &[&"skills", &i, &"dependencies", &k]),
-                    name,
-                    CatalogErrorKind::UnknownDependency {
-                        dependency: skill.dependencies[k].clone(),
-                    },
-                ));
-            }
-            if let Some(k) = skill
-                .uses
-                .iter()
-                .position(|u| !checked.tools.contains_key(u))
-            {
-                return Err(CatalogError::at(
-                    pointer("", &[&"skills", &i, &"uses", &k]),
-                    name,
-                    CatalogErrorKind::UnknownTool {
-                        tool: skill.uses[k].clone(),
-                    },
-                ));
-            }
-        }
-        if let Some(k) = self
-            .pinned
-            .iter()
-            .position(|p| !checked.tools.contains_key(p))
-        {
-            return Err(CatalogError::at(
-                pointer("", &[&"pinned", &k]),
-                None,
-                CatalogErrorKind::UnknownTool {
-                    tool: self.pinned[k].clone(),
-                },
-            ));
-        }
-        Ok(())
+        resolve(self, &checked, &Store::new().snapshot())
     }
 }
 

@@ -110,7 +110,11 @@ impl Catalog {
 
 /// Checks, before any write, that the catalog fits the store: its skills and tools are new,
 /// and every dependency, `uses` and `pinned` entry names something in the catalog or the store.
-fn resolve(catalog: &Catalog, checked: &Checked<'_>, view: &Snapshot) -> Result<(), CatalogError> {
+pub(super) fn resolve(
+    catalog: &Catalog,
+    checked: &Checked<'_>,
+    view: &Snapshot,
+) -> Result<(), CatalogError> {
     for (i, skill) in catalog.skills.iter().enumerate() {
         let base = pointer("", &[&"skills", &i]);
         let name = Some(skill.name.as_str());

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use super::args::{Args, number};
 use capstore::eval::{EvalConfig, EvalReport, load_queries, load_tools, run as run_eval};
 
 const HELP: &str = "\
@@ -34,34 +35,24 @@ struct EvalArgs {
     config: EvalConfig,
 }
 
-fn parse_number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: `{value}` is not a valid number"))
-}
-
 fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
     let mut tools = None;
     let mut queries = None;
     let mut run_out = None;
     let mut split = None;
     let mut config = EvalConfig::default();
-    let mut it = args.iter();
+    let mut it = Args::new(args);
     while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
+        let mut value = || it.value(flag).map(str::to_owned);
+        match flag {
             "-h" | "--help" => return Ok(None),
             "--tools" => tools = Some(value()?),
             "--queries" => queries = Some(value()?),
             "--run-out" => run_out = Some(value()?),
             "--split" => split = Some(value()?),
-            "--k" => config.k = parse_number(flag, &value()?)?,
-            "--k1" => config.text.index.params.k1 = parse_number(flag, &value()?)?,
-            "--b" => config.text.index.params.b = parse_number(flag, &value()?)?,
+            "--k" => config.k = number(flag, &value()?)?,
+            "--k1" => config.text.index.params.k1 = number(flag, &value()?)?,
+            "--b" => config.text.index.params.b = number(flag, &value()?)?,
             "--no-split-identifiers" => config.text.tokenizer.split_identifiers = false,
             "--no-stop-words" => config.text.tokenizer.stop_words = false,
             "--stemming" => config.text.tokenizer.stemming = true,
@@ -80,7 +71,7 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
                 let (field, weight) = spec
                     .split_once('=')
                     .ok_or_else(|| format!("--field-weight: expected FIELD=W, got `{spec}`"))?;
-                let weight = parse_number(flag, weight)?;
+                let weight = number(flag, weight)?;
                 config.text.index.field_weights.insert(field.into(), weight);
             }
             other => {

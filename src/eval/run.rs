@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::context::{ContextBuilder, SelectionPolicy, Turn};
-use crate::tools::ToolTextOptions;
+use crate::tools::{ToolTextOptions, name_counts};
 use crate::{Store, TOOLS, Tool};
 
 use super::load::{EvalError, Query, ToolEntry};
@@ -125,27 +125,22 @@ fn sanitize_source(raw: &str) -> String {
 /// # Ok::<(), capstore::eval::EvalError>(())
 /// ```
 pub fn assign_keys(entries: &[ToolEntry]) -> Result<Vec<Tool>, EvalError> {
-    let mut name_counts: HashMap<&str, usize> = HashMap::new();
-    for e in entries {
-        *name_counts.entry(e.tool.name.as_str()).or_default() += 1;
-    }
+    let names = name_counts(entries.iter().map(|e| e.tool.name.as_str()));
     let mut tools: Vec<Tool> = entries
         .iter()
         .map(|e| {
             let mut tool = e.tool.clone();
-            if name_counts.get(e.tool.name.as_str()).copied().unwrap_or(0) > 1 {
+            if names.get(e.tool.name.as_str()).copied().unwrap_or(0) > 1 {
                 let prefix = e.id.split_once("::").map_or(e.id.as_str(), |(p, _)| p);
                 tool.source = Some(sanitize_source(prefix));
             }
             tool
         })
         .collect();
-    let mut key_counts: HashMap<String, usize> = HashMap::new();
-    for t in &tools {
-        *key_counts.entry(t.qualified_name()).or_default() += 1;
-    }
-    for (tool, entry) in tools.iter_mut().zip(entries) {
-        if key_counts.get(&tool.qualified_name()).copied().unwrap_or(0) > 1 {
+    let keys: Vec<String> = tools.iter().map(Tool::qualified_name).collect();
+    let key_counts = name_counts(keys.iter().map(String::as_str));
+    for ((tool, entry), key) in tools.iter_mut().zip(entries).zip(&keys) {
+        if key_counts.get(key.as_str()).copied().unwrap_or(0) > 1 {
             tool.source = Some(sanitize_source(&entry.id));
         }
     }

@@ -65,8 +65,9 @@ fn visit(
         return Err(SkillError::DependencyCycle { chain });
     }
     path.push(name.to_string());
+    // Borrowed from the snapshot, not copied: `path` and friends are separate borrows.
     let dependencies = match snapshot.get(&SKILLS, name)? {
-        Some(skill) => skill.dependencies.clone(),
+        Some(skill) => &skill.dependencies,
         None => {
             let mut chain = path.clone();
             let dependency = chain.pop().unwrap_or_default();
@@ -79,7 +80,7 @@ fn visit(
             });
         }
     };
-    for dependency in &dependencies {
+    for dependency in dependencies {
         visit(snapshot, dependency, path, done, order)?;
     }
     path.pop();
