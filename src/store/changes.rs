@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use super::schema::{Record, Row, Table};
+use imbl::hashmap::Entry;
+
+use super::schema::{Record, Row, Table, TableDef};
 
 /// How a record changed in one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -179,15 +181,14 @@ impl PendingChanges {
         before: Option<Row>,
         after: Option<Row>,
     ) {
-        match self.position.get(&(table_id, key.clone())) {
-            Some(&i) => {
-                if let Some(entry) = self.entries.get_mut(i) {
+        match self.position.entry((table_id, Arc::clone(&key))) {
+            Entry::Occupied(at) => {
+                if let Some(entry) = self.entries.get_mut(*at.get()) {
                     entry.after = after;
                 }
             }
-            None => {
-                self.position
-                    .insert((table_id, key.clone()), self.entries.len());
+            Entry::Vacant(slot) => {
+                slot.insert(self.entries.len());
                 self.entries.push_back(Pending {
                     table_id,
                     key,
@@ -198,22 +199,17 @@ impl PendingChanges {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.iter().all(|e| e.kind().is_none())
-    }
-
     /// The net changes, dropping keys whose writes cancelled out.
-    pub fn into_change_set(self, version: u64, table_names: &[Arc<str>]) -> ChangeSet {
+    pub fn into_change_set(self, version: u64, tables: &[TableDef]) -> ChangeSet {
         let changes = self
             .entries
             .into_iter()
             .filter_map(|e| {
                 let kind = e.kind()?;
                 Some(Change {
-                    table: table_names
+                    table: tables
                         .get(e.table_id)
-                        .cloned()
-                        .unwrap_or_else(|| Arc::from("")),
+                        .map_or_else(|| Arc::from(""), |t| t.name.clone()),
                     table_id: e.table_id,
                     key: e.key,
                     kind,

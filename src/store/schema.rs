@@ -571,15 +571,20 @@ pub(crate) struct TableDef {
 }
 
 impl TableDef {
-    /// The position of an index by name; `None` stands for the primary key.
-    pub fn index_position(&self, index: &str) -> Option<Option<usize>> {
+    /// The position of an index by name; `None` stands for the primary key. An unknown name is
+    /// [`StoreError::UnknownIndex`](super::StoreError::UnknownIndex).
+    pub fn index_position(&self, index: &str) -> Result<Option<usize>, super::StoreError> {
         if index == PRIMARY_INDEX {
-            return Some(None);
+            return Ok(None);
         }
         self.indexes
             .iter()
             .position(|i| &*i.name == index)
             .map(Some)
+            .ok_or_else(|| super::StoreError::UnknownIndex {
+                table: self.name.clone(),
+                index: index.to_string(),
+            })
     }
 }
 

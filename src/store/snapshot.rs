@@ -348,7 +348,7 @@ impl Snapshot {
         value: &str,
     ) -> Result<Rows<'_, R>, StoreError> {
         let (def, state) = self.resolve(table)?;
-        match self.index_position(def, index)? {
+        match def.index_position(index)? {
             None => Ok(Rows::new(state.rows.get_key_value(value).into_iter())),
             Some(i) => {
                 let keys = state.indexes[i].get(value);
@@ -397,7 +397,7 @@ impl Snapshot {
         value: &str,
     ) -> Result<usize, StoreError> {
         let (def, state) = self.resolve(table)?;
-        Ok(match self.index_position(def, index)? {
+        Ok(match def.index_position(index)? {
             None => usize::from(state.rows.contains_key(value)),
             Some(i) => state.indexes[i].get(value).map_or(0, |keys| keys.len()),
         })
@@ -423,7 +423,7 @@ impl Snapshot {
         index: &str,
     ) -> Result<IndexValues<'_>, StoreError> {
         let (def, state) = self.resolve(table)?;
-        Ok(match self.index_position(def, index)? {
+        Ok(match def.index_position(index)? {
             None => Box::new(state.rows.keys().map(|k| (k, 1))),
             Some(i) => Box::new(state.indexes[i].iter().map(|(v, keys)| (v, keys.len()))),
         })
@@ -449,7 +449,7 @@ impl Snapshot {
         prefix: &'s str,
     ) -> Result<Rows<'s, R>, StoreError> {
         let (def, state) = self.resolve(table)?;
-        let Some(i) = self.index_position(def, index)? else {
+        let Some(i) = def.index_position(index)? else {
             return self.key_prefix(table, prefix);
         };
         let mut found: BTreeMap<&Arc<str>, &Row> = BTreeMap::new();
@@ -585,13 +585,5 @@ impl Snapshot {
                 table: def.name.clone(),
             }),
         }
-    }
-
-    fn index_position(&self, def: &TableDef, index: &str) -> Result<Option<usize>, StoreError> {
-        def.index_position(index)
-            .ok_or_else(|| StoreError::UnknownIndex {
-                table: def.name.clone(),
-                index: index.to_string(),
-            })
     }
 }

@@ -215,7 +215,9 @@ impl WriteTxn {
             mut working,
             pending,
         } = self;
-        if pending.is_empty() {
+        // One pass: the net changes, or none if every write cancelled out.
+        let changes = pending.into_change_set(working.version + 1, &working.schema.tables);
+        if changes.is_empty() {
             return CommitInfo {
                 version: working.version,
                 changes: Arc::new(ChangeSet {
@@ -225,13 +227,7 @@ impl WriteTxn {
             };
         }
         working.version += 1;
-        let names: Vec<Arc<str>> = working
-            .schema
-            .tables
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
-        let changes = Arc::new(pending.into_change_set(working.version, &names));
+        let changes = Arc::new(changes);
         let schema = Arc::clone(&working.schema);
         let version = working.version;
         store.current.store(Arc::new(working));

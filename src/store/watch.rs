@@ -135,21 +135,14 @@ impl WatchSet {
                     | WatchItem::IndexPrefix(id, uid, _, _) => (*id, *uid),
                 };
                 let def = schema.check_erased(id, uid)?;
-                let position = |index: &str| {
-                    def.index_position(index)
-                        .ok_or_else(|| StoreError::UnknownIndex {
-                            table: def.name.clone(),
-                            index: index.to_string(),
-                        })
-                };
                 Ok(match item {
                     WatchItem::Table(..) => Interest::Table(id),
                     WatchItem::Key(_, _, key) => Interest::Key(id, key.clone()),
                     WatchItem::Index(_, _, index, value) => {
-                        Interest::Index(id, position(index)?, value.clone(), false)
+                        Interest::Index(id, def.index_position(index)?, value.clone(), false)
                     }
                     WatchItem::IndexPrefix(_, _, index, prefix) => {
-                        Interest::Index(id, position(index)?, prefix.clone(), true)
+                        Interest::Index(id, def.index_position(index)?, prefix.clone(), true)
                     }
                 })
             })
@@ -186,13 +179,15 @@ impl Interest {
                     };
                     match position {
                         None => hit(&change.key),
-                        Some(i) => schema.tables.get(*id).is_some_and(|def: &TableDef| {
-                            rows().any(|row: &Row| {
-                                def.indexes
-                                    .get(*i)
-                                    .is_some_and(|index| index.keys_of(row).iter().any(|v| hit(v)))
-                            })
-                        }),
+                        // The raw extracted values: `keys_of` would sort, dedup and allocate
+                        // them (under the writer lock) only for `any` to look at them.
+                        Some(i) => schema
+                            .tables
+                            .get(*id)
+                            .and_then(|def: &TableDef| def.indexes.get(*i))
+                            .is_some_and(|index| {
+                                rows().any(|row: &Row| (index.keys)(&**row).iter().any(|v| hit(v)))
+                            }),
                     }
                 }
             }
