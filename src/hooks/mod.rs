@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{IndexSchema, RecordError, TableSchema};
-use crate::tools::check_name;
+use crate::tools::{check_name, refuse};
 
 /// When a hook runs.
 ///
@@ -141,14 +141,12 @@ impl Hook {
     /// ```
     pub fn validate(&self) -> Result<(), RecordError> {
         check_name("id", &self.id)?;
-        if self.matcher.is_empty() || self.matcher.chars().any(char::is_control) {
-            return Err(RecordError::InvalidName {
-                field: "matcher",
-                value: self.matcher.chars().take(80).collect(),
-                reason: "must be a non-empty name or pattern without control characters",
-            });
-        }
-        Ok(())
+        let bad = self.matcher.is_empty() || self.matcher.chars().any(char::is_control);
+        refuse(
+            "matcher",
+            &self.matcher,
+            bad.then_some("must be a non-empty name or pattern without control characters"),
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::store::RecordError;
-use crate::tools::check_name;
+use crate::tools::{check_name, refuse};
 
 /// A skill: a named bundle of tools, with a category, tags, the skills it depends on and
 /// example requests that show when it is wanted.
@@ -129,13 +129,12 @@ impl Skill {
             crate::tools::check_label("tags", tag)?;
         }
         for tool in &self.tools {
-            if tool.is_empty() || tool.chars().any(char::is_control) {
-                return Err(RecordError::InvalidName {
-                    field: "tools",
-                    value: tool.chars().take(80).collect(),
-                    reason: "must be a non-empty qualified tool name without control characters",
-                });
-            }
+            let bad = tool.is_empty() || tool.chars().any(char::is_control);
+            refuse(
+                "tools",
+                tool,
+                bad.then_some("must be a non-empty qualified tool name without control characters"),
+            )?;
         }
         for dependency in &self.dependencies {
             check_name("dependencies", dependency)?;

@@ -24,6 +24,7 @@ mod names;
 mod record;
 mod text;
 
+pub(crate) use names::refuse;
 pub use names::{
     MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, check_name, export_names, is_provider_safe,
     name_counts, sanitize,
