@@ -5,31 +5,18 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::bm25::hash::StrState;
-
 use crate::Tool;
-use crate::skills::dependency_closure;
-use crate::store::{Snapshot, StoreError};
+use crate::skills::closure_of;
+use crate::store::Snapshot;
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
+use super::candidates::{Candidate, Candidates, Explainer, Why, class};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
 use super::selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
 use super::turn::Turn;
-
-/// Candidates are ranked first by class (a pinned tool before a named one before a retrieved
-/// one ...), then by score within the class.
-mod class {
-    pub const PINNED: u8 = 0;
-    pub const EXACT: u8 = 1;
-    pub const DISCOVERED: u8 = 2;
-    pub const RELEVANT: u8 = 3;
-    pub const RECENT: u8 = 4;
-    pub const KEPT: u8 = 5;
-    pub const FALLBACK: u8 = 6;
-}
 
 /// Chooses, for each turn, the tool definitions to send to the model.
 ///
@@ -58,112 +45,12 @@ pub struct ContextBuilder {
     policy: SelectionPolicy,
 }
 
-struct Candidate {
-    key: Arc<str>,
-    tool: Arc<Tool>,
-    class: u8,
-    score: f32,
-    /// [`RETRIEVAL_TIE_BREAK`] times the tool's own relative BM25 score, if it was retrieved.
-    bonus: f32,
-    reasons: Vec<Reason>,
-}
-
-/// How much a tool's own BM25 relevance adds to the score it got another way. All the tools of
-/// a matched skill share one score; without this, a skill's unrelated tools (`delete_event`
-/// for "book a flight and put it in my calendar") tied with, and by key order beat, the tools
-/// whose own text matched (`search_flights`). Small, so that it orders within a score level
-/// rather than across levels.
-const RETRIEVAL_TIE_BREAK: f32 = 0.1;
-
 /// How many candidates cut by `max_tools` are reported in [`Selection::dropped`], best first.
 ///
 /// ```
 /// assert_eq!(capstore::context::MAX_TOOLS_NEAR_MISSES, 8);
 /// ```
 pub const MAX_TOOLS_NEAR_MISSES: usize = 8;
-
-impl Candidate {
-    fn bonus_of(reason: &Reason, score: f32) -> f32 {
-        if matches!(reason, Reason::Retrieved { .. }) {
-            RETRIEVAL_TIE_BREAK * score
-        } else {
-            0.0
-        }
-    }
-
-    /// Another way the tool was found: it keeps its best class and all its reasons.
-    fn merge(&mut self, class: u8, score: f32, reason: Reason) {
-        self.bonus = self.bonus.max(Self::bonus_of(&reason, score));
-        if class < self.class || (class == self.class && score > self.score) {
-            self.class = class;
-            self.score = score;
-            self.reasons.insert(0, reason);
-        } else {
-            self.reasons.push(reason);
-        }
-    }
-
-    /// The score it ranks by: the bonus only orders relevant tools (pinned and named tools keep
-    /// their own order).
-    fn rank_score(&self) -> f32 {
-        if self.class == class::RELEVANT {
-            self.score + self.bonus
-        } else {
-            self.score
-        }
-    }
-}
-
-/// The candidates gathered so far, by key; a tool found several ways keeps its best class and
-/// all its reasons.
-#[derive(Default)]
-struct Candidates {
-    by_key: HashMap<Arc<str>, Candidate, StrState>,
-}
-
-impl Candidates {
-    fn add(&mut self, key: &Arc<str>, tool: &Arc<Tool>, class: u8, score: f32, reason: Reason) {
-        match self.by_key.get_mut(key) {
-            Some(c) => c.merge(class, score, reason),
-            None => {
-                let bonus = Candidate::bonus_of(&reason, score);
-                self.by_key.insert(
-                    Arc::clone(key),
-                    Candidate {
-                        key: Arc::clone(key),
-                        tool: Arc::clone(tool),
-                        class,
-                        score,
-                        bonus,
-                        reasons: vec![reason],
-                    },
-                );
-            }
-        }
-    }
-
-    fn add_key(
-        &mut self,
-        snapshot: &Snapshot,
-        key: &str,
-        class: u8,
-        score: f32,
-        reason: Reason,
-    ) -> Result<bool, StoreError> {
-        // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
-        // second lookup in the table nor a new key.
-        if let Some(c) = self.by_key.get_mut(key) {
-            c.merge(class, score, reason);
-            return Ok(true);
-        }
-        let Some(tool) = snapshot.get_arc(&TOOLS, key)? else {
-            return Ok(false);
-        };
-        let stored_key: Arc<str> = Arc::from(key);
-        self.add(&stored_key, &tool, class, score, reason);
-        Ok(true)
-    }
-}
 
 impl ContextBuilder {
     /// A builder with the default policy ([`SelectionPolicy::default`]).
@@ -214,28 +101,25 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
-        let mut candidates = Candidates {
-            // Pinned tools, a few skills' tools and the retrieved ones: rarely more.
-            by_key: HashMap::with_capacity_and_hasher(64, StrState::default()),
-        };
+        let mut candidates = Candidates::new();
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
         let texts = weighted_texts(turn, p);
 
         for key in &p.pinned_tools {
-            if !candidates.add_key(snapshot, key, class::PINNED, 0.0, Reason::Pinned)? {
+            if !candidates.add_key(snapshot, key, class::PINNED, 0.0, Why::Pinned)? {
                 dropped.push(not_found(key, Reason::Pinned));
             }
         }
         self.add_pinned_skills(snapshot, &mut candidates, &mut skills, &mut dropped)?;
         if p.match_exact_names {
             for m in exact_mentions(snapshot, &turn.message)? {
-                let reason = Reason::ExactName { mention: m.text };
-                candidates.add(&m.key, &m.tool, class::EXACT, 0.0, reason);
+                let why = Why::ExactName { mention: m.text };
+                candidates.add(m.entry, class::EXACT, 0.0, why);
             }
         }
         for key in &turn.discovered {
-            candidates.add_key(snapshot, key, class::DISCOVERED, 0.0, Reason::Discovered)?;
+            candidates.add_key(snapshot, key, class::DISCOVERED, 0.0, Why::Discovered)?;
         }
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The message is tokenized once when both indexes tokenize alike (the default).
@@ -246,42 +130,42 @@ impl ContextBuilder {
         };
         let skill_query = skill_query.as_deref().unwrap_or(&query);
         self.add_matched_skills(snapshot, skill_query, &mut candidates, &mut skills)?;
-        self.add_retrieved(snapshot, &query, &mut candidates, &mut dropped)?;
+        let index = snapshot.text_index(&TOOLS)?;
+        let explainer = Explainer {
+            index: p.explain.then_some(index),
+            query: &query,
+        };
+        self.add_retrieved(snapshot, &explainer, &mut candidates, &mut dropped)?;
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
-                candidates.add_key(snapshot, key, class::RECENT, 0.0, Reason::RecentlyUsed)?;
+                candidates.add_key(snapshot, key, class::RECENT, 0.0, Why::RecentlyUsed)?;
             }
         }
         if p.keep_previous {
             for key in &turn.previous {
-                candidates.add_key(snapshot, key, class::KEPT, 0.0, Reason::KeptFromLastTurn)?;
+                candidates.add_key(snapshot, key, class::KEPT, 0.0, Why::KeptFromLastTurn)?;
             }
         }
-        let matched = candidates
-            .by_key
-            .values()
-            .any(|c| (class::EXACT..=class::RELEVANT).contains(&c.class));
+        let matched = candidates.any_matched();
         if !matched && p.on_no_match == NoMatch::All {
-            let keys: Vec<Arc<str>> = snapshot.iter(&TOOLS)?.keys().cloned().collect();
-            for key in keys {
-                candidates.add_key(snapshot, &key, class::FALLBACK, 0.0, Reason::Fallback)?;
+            for key in snapshot.iter(&TOOLS)?.keys() {
+                candidates.add_key(snapshot, key, class::FALLBACK, 0.0, Why::Fallback)?;
             }
         }
 
-        let mut ordered: Vec<(f32, Candidate)> = candidates
-            .by_key
-            .into_values()
-            .map(|c| (c.rank_score(), c))
-            .collect();
-        // Keys are unique, so the order is total and an unstable sort is deterministic.
-        ordered.sort_unstable_by(|(sa, a), (sb, b)| {
-            a.class
-                .cmp(&b.class)
-                .then(sb.total_cmp(sa))
-                .then_with(|| a.key.cmp(&b.key))
+        // Without tag filters or a token budget, `fill` takes the pinned tools, then at most
+        // `max_tools` others and the near misses, strictly in rank order: nothing past that
+        // prefix can reach the selection, so only the prefix is ranked.
+        let in_order =
+            p.include_tags.is_empty() && p.exclude_tags.is_empty() && p.token_budget.is_none();
+        let needed = in_order.then(|| {
+            candidates
+                .pinned()
+                .saturating_add(p.max_tools)
+                .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
-        let ordered: Vec<Candidate> = ordered.into_iter().map(|(_, c)| c).collect();
-        let (mut tools, tokens) = self.fill(ordered, &mut dropped);
+        let ordered = candidates.ranked(needed);
+        let (mut tools, tokens) = self.fill(&ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -296,10 +180,10 @@ impl ContextBuilder {
         })
     }
 
-    fn add_pinned_skills(
-        &self,
-        snapshot: &Snapshot,
-        candidates: &mut Candidates,
+    fn add_pinned_skills<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
         dropped: &mut Vec<Dropped>,
     ) -> Result<(), SelectError> {
@@ -313,32 +197,27 @@ impl ContextBuilder {
                 ));
                 continue;
             }
-            for name in dependency_closure(snapshot, &[pinned])? {
-                let Some(skill) = snapshot.get(&SKILLS, &name)? else {
-                    continue;
-                };
-                let how = if name == *pinned {
+            for (name, skill) in closure_of(snapshot, pinned)? {
+                let how = if name == pinned.as_str() {
                     "pinned"
                 } else {
                     "dependency"
                 };
-                push_skill(skills, &name, 0.0, how);
+                push_skill(skills, name, 0.0, how);
                 for key in &skill.tools {
-                    let reason = Reason::PinnedSkill {
-                        skill: pinned.clone(),
-                    };
-                    candidates.add_key(snapshot, key, class::PINNED, 0.0, reason)?;
+                    let why = Why::PinnedSkill { skill: pinned };
+                    candidates.add_key(snapshot, key, class::PINNED, 0.0, why)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn add_matched_skills(
+    fn add_matched_skills<'a>(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &'a Snapshot,
         query: &[(String, f32)],
-        candidates: &mut Candidates,
+        candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
         let p = &self.policy;
@@ -356,47 +235,45 @@ impl ContextBuilder {
             let relative = if best > 0.0 { hit.score / best } else { 0.0 };
             let score = p.skill_tool_weight * relative;
             push_skill(skills, &hit.key, hit.score, "matched");
-            for name in dependency_closure(snapshot, &[&*hit.key])? {
-                let Some(skill) = snapshot.get(&SKILLS, &name)? else {
-                    continue;
-                };
-                let (reason, tool_score) = if *name == *hit.key {
-                    let reason = Reason::Skill {
-                        skill: name.clone(),
+            let closure = closure_of(snapshot, &hit.key)?;
+            // The root comes last, after the dependencies it needs; its stored name is
+            // borrowed for the reasons, which outlive `hit`.
+            let Some(&(root, _)) = closure.last() else {
+                continue;
+            };
+            for (name, skill) in closure {
+                let (why, tool_score) = if name == root {
+                    let why = Why::Skill {
+                        skill: name,
                         score: hit.score,
                     };
-                    (reason, score)
+                    (why, score)
                 } else {
-                    push_skill(skills, &name, 0.0, "dependency");
-                    let reason = Reason::DependencyOf {
-                        skill: hit.key.to_string(),
-                        dependency: name.clone(),
+                    push_skill(skills, name, 0.0, "dependency");
+                    let why = Why::DependencyOf {
+                        skill: root,
+                        dependency: name,
                     };
                     // Dependencies' tools rank after the matched skill's own.
-                    (reason, score * 0.5)
+                    (why, score * 0.5)
                 };
                 for key in &skill.tools {
-                    candidates.add_key(
-                        snapshot,
-                        key,
-                        class::RELEVANT,
-                        tool_score,
-                        reason.clone(),
-                    )?;
+                    candidates.add_key(snapshot, key, class::RELEVANT, tool_score, why)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn add_retrieved(
+    fn add_retrieved<'a>(
         &self,
-        snapshot: &Snapshot,
-        query: &[(String, f32)],
-        candidates: &mut Candidates,
+        snapshot: &'a Snapshot,
+        explainer: &Explainer<'_>,
+        candidates: &mut Candidates<'a>,
         dropped: &mut Vec<Dropped>,
     ) -> Result<(), SelectError> {
         let p = &self.policy;
+        let query = explainer.query;
         // Enough beyond the limit to report the near misses.
         let k = p.max_tools.saturating_mul(2).saturating_add(4);
         let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
@@ -441,15 +318,6 @@ impl ContextBuilder {
         }
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
-            let explanation = if p.explain {
-                index.explain_weighted(&hit.key, query)
-            } else {
-                None
-            };
-            let reason = Reason::Retrieved {
-                score: hit.score,
-                explanation,
-            };
             let drop = if hit.score < p.min_score {
                 Some(DropReason::BelowMinScore {
                     score: hit.score,
@@ -468,11 +336,12 @@ impl ContextBuilder {
                 Some(reason_dropped) => dropped.push(Dropped {
                     key: hit.key.to_string(),
                     reason: reason_dropped,
-                    candidate: vec![reason],
+                    candidate: vec![explainer.retrieved(&hit.key, hit.score)],
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
-                    candidates.add_key(snapshot, &hit.key, class::RELEVANT, relative, reason)?;
+                    let why = Why::Retrieved { score: hit.score };
+                    candidates.add_key(snapshot, &hit.key, class::RELEVANT, relative, why)?;
                 }
             }
         }
@@ -494,7 +363,8 @@ impl ContextBuilder {
     /// Takes candidates in rank order while the limits allow; pinned tools always get in.
     fn fill(
         &self,
-        ordered: Vec<Candidate>,
+        ordered: &[&Candidate<'_>],
+        explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
@@ -504,12 +374,13 @@ impl ContextBuilder {
         let mut over_limit = 0usize;
         for c in ordered {
             let pinned = c.class == class::PINNED;
+            let key: &str = c.entry.key;
             if !pinned {
-                if let Some(reason) = self.tag_filter(&c.tool) {
+                if let Some(reason) = self.tag_filter(c.entry.record) {
                     dropped.push(Dropped {
-                        key: c.key.to_string(),
+                        key: key.to_string(),
                         reason,
-                        candidate: c.reasons,
+                        candidate: c.reasons(explainer),
                     });
                     continue;
                 }
@@ -519,40 +390,43 @@ impl ContextBuilder {
                     if over_limit < MAX_TOOLS_NEAR_MISSES {
                         over_limit += 1;
                         dropped.push(Dropped {
-                            key: c.key.to_string(),
+                            key: key.to_string(),
                             reason: DropReason::MaxTools { max: p.max_tools },
-                            candidate: c.reasons,
+                            candidate: c.reasons(explainer),
                         });
                     }
                     continue;
                 }
             }
             let tokens = if count_tokens {
-                estimate_tokens(&c.tool)
+                estimate_tokens(c.entry.record)
             } else {
                 0
             };
             if let Some(budget) = p.token_budget {
                 if !pinned && used + tokens > budget {
                     dropped.push(Dropped {
-                        key: c.key.to_string(),
+                        key: key.to_string(),
                         reason: DropReason::TokenBudget {
                             needed: tokens,
                             remaining: budget.saturating_sub(used),
                         },
-                        candidate: c.reasons,
+                        candidate: c.reasons(explainer),
                     });
                     continue;
                 }
             }
+            // Always there: the entry was made for a tool's row.
+            let Some(tool) = c.entry.shared() else {
+                continue;
+            };
             used += tokens;
-            let score = c.rank_score();
             selected.push(SelectedTool {
                 rank: selected.len(),
-                key: c.key,
-                tool: c.tool,
-                score,
-                reasons: c.reasons,
+                key: Arc::clone(c.entry.key),
+                tool,
+                score: c.rank_score(),
+                reasons: c.reasons(explainer),
                 tokens,
             });
         }

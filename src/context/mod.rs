@@ -38,6 +38,7 @@
 
 mod budget;
 mod builder;
+mod candidates;
 mod discovery;
 mod error;
 mod policy;

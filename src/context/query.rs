@@ -1,10 +1,7 @@
 //! Turning a turn into weighted query terms, and finding tool names written in the message.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use crate::Tool;
-use crate::store::{Record, Snapshot, StoreError, Table};
+use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
 
 use super::policy::SelectionPolicy;
@@ -38,13 +35,26 @@ pub(crate) fn weighted_terms<R: Record>(
     table: &Table<R>,
     texts: &[(&str, f32)],
 ) -> Result<Vec<(String, f32)>, StoreError> {
-    let mut terms: BTreeMap<String, f32> = BTreeMap::new();
+    let mut terms: Vec<(String, f32)> = Vec::new();
     for (text, weight) in texts {
-        for term in snapshot.tokenize(table, text)? {
-            *terms.entry(term).or_default() += weight;
-        }
+        terms.extend(
+            snapshot
+                .tokenize(table, text)?
+                .into_iter()
+                .map(|t| (t, *weight)),
+        );
     }
-    Ok(terms.into_iter().collect())
+    // A stable sort keeps a term's occurrences in the order met, so its weights add up in that
+    // order, as they did into a map.
+    terms.sort_by(|a, b| a.0.cmp(&b.0));
+    terms.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    Ok(terms)
 }
 
 /// Characters that end a mention in prose but are never part of a tool name's ends.
@@ -53,21 +63,20 @@ const TRIM: &[char] = &[
 ];
 
 /// A tool named in a message.
-pub(crate) struct Mention {
+pub(crate) struct Mention<'a> {
     /// The words that named it.
-    pub text: String,
-    pub key: Arc<str>,
-    pub tool: Arc<Tool>,
+    pub text: &'a str,
+    pub entry: Entry<'a, Tool>,
 }
 
 /// Tool names written in `message`: a qualified name (`github/search`) anywhere, or a bare name
 /// that looks like an identifier (`get_weather`, `getWeather`, `v2-fetch`) or is written in
 /// backticks. A plain word such as `search` does not count, or every tool named like an English
 /// verb would be "mentioned" by ordinary prose.
-pub(crate) fn exact_mentions(
-    snapshot: &Snapshot,
-    message: &str,
-) -> Result<Vec<Mention>, StoreError> {
+pub(crate) fn exact_mentions<'a>(
+    snapshot: &'a Snapshot,
+    message: &'a str,
+) -> Result<Vec<Mention<'a>>, StoreError> {
     let mut found = Vec::new();
     for raw in message.split_whitespace() {
         let quoted = raw.starts_with('`');
@@ -76,12 +85,8 @@ pub(crate) fn exact_mentions(
             continue;
         }
         if word.contains('/') {
-            if let Some(tool) = snapshot.get_arc(&TOOLS, word)? {
-                found.push(Mention {
-                    text: word.to_string(),
-                    key: Arc::from(word),
-                    tool,
-                });
+            if let Some(entry) = snapshot.entry(&TOOLS, word)? {
+                found.push(Mention { text: word, entry });
             }
             continue;
         }
@@ -89,12 +94,8 @@ pub(crate) fn exact_mentions(
             continue;
         }
         for (key, _) in snapshot.by_index(&TOOLS, "name", word)? {
-            if let Some(tool) = snapshot.get_arc(&TOOLS, key)? {
-                found.push(Mention {
-                    text: word.to_string(),
-                    key: Arc::clone(key),
-                    tool,
-                });
+            if let Some(entry) = snapshot.entry(&TOOLS, key)? {
+                found.push(Mention { text: word, entry });
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Dependency closure of skills: deterministic topological order, cycle-safe.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 
+use crate::Skill;
+use crate::bm25::hash::StrState;
 use crate::store::Snapshot;
 use crate::tables::SKILLS;
 
@@ -31,60 +33,112 @@ pub fn dependency_closure<S: AsRef<str>>(
     snapshot: &Snapshot,
     roots: &[S],
 ) -> Result<Vec<String>, SkillError> {
-    let mut order = Vec::new();
-    let mut done = BTreeSet::new();
+    let mut walk = Walk::new(snapshot);
     for root in roots {
-        let root = root.as_ref();
-        if !snapshot.contains(&SKILLS, root)? {
+        walk.root(root.as_ref())?;
+    }
+    Ok(walk
+        .order
+        .into_iter()
+        .map(|(name, _)| name.to_string())
+        .collect())
+}
+
+/// [`dependency_closure`] of one root, borrowed from the snapshot: each skill's stored name and
+/// record, in the same order, without a copy (the per-turn selection walks a few closures a
+/// turn).
+pub(crate) fn closure_of<'s>(
+    snapshot: &'s Snapshot,
+    root: &str,
+) -> Result<Vec<(&'s str, &'s Skill)>, SkillError> {
+    let mut walk = Walk::new(snapshot);
+    walk.root(root)?;
+    Ok(walk.order)
+}
+
+/// Above this many skills, a walk keeps a set of those done rather than scanning its order.
+const SCAN_DONE: usize = 16;
+
+/// A depth-first post-order walk over skills, names borrowed from the snapshot.
+struct Walk<'s> {
+    snapshot: &'s Snapshot,
+    /// The chain from the current root to the skill being visited (for cycle and
+    /// missing-dependency messages).
+    path: Vec<&'s str>,
+    /// The skills done, dependencies before the skills that need them.
+    order: Vec<(&'s str, &'s Skill)>,
+    /// The names in `order`, once there are more than [`SCAN_DONE`].
+    done: HashSet<&'s str, StrState>,
+}
+
+impl<'s> Walk<'s> {
+    fn new(snapshot: &'s Snapshot) -> Self {
+        Walk {
+            snapshot,
+            path: Vec::new(),
+            order: Vec::new(),
+            done: HashSet::default(),
+        }
+    }
+
+    fn root(&mut self, root: &str) -> Result<(), SkillError> {
+        let Some(entry) = self.snapshot.entry(&SKILLS, root)? else {
             return Err(SkillError::NotFound {
                 skill: root.to_string(),
             });
-        }
-        let mut path = Vec::new();
-        visit(snapshot, root, &mut path, &mut done, &mut order)?;
+        };
+        self.path.clear();
+        self.visit(entry.key)
     }
-    Ok(order)
-}
 
-/// Depth-first post-order walk. `path` is the chain from the root to `name` (for cycle and
-/// missing-dependency messages). The recursion depth is bounded by the number of skills, since a
-/// skill on the path is never entered again.
-fn visit(
-    snapshot: &Snapshot,
-    name: &str,
-    path: &mut Vec<String>,
-    done: &mut BTreeSet<String>,
-    order: &mut Vec<String>,
-) -> Result<(), SkillError> {
-    if done.contains(name) {
-        return Ok(());
+    fn is_done(&self, name: &str) -> bool {
+        if self.order.len() > SCAN_DONE {
+            self.done.contains(name)
+        } else {
+            self.order.iter().any(|(n, _)| *n == name)
+        }
     }
-    if let Some(start) = path.iter().position(|p| p == name) {
-        let mut chain = path[start..].to_vec();
-        chain.push(name.to_string());
-        return Err(SkillError::DependencyCycle { chain });
+
+    fn mark_done(&mut self, name: &'s str, skill: &'s Skill) {
+        self.order.push((name, skill));
+        if self.order.len() > SCAN_DONE {
+            if self.done.is_empty() {
+                self.done.extend(self.order.iter().map(|(n, _)| *n));
+            } else {
+                self.done.insert(name);
+            }
+        }
     }
-    path.push(name.to_string());
-    // Borrowed from the snapshot, not copied: `path` and friends are separate borrows.
-    let dependencies = match snapshot.get(&SKILLS, name)? {
-        Some(skill) => &skill.dependencies,
-        None => {
-            let mut chain = path.clone();
-            let dependency = chain.pop().unwrap_or_default();
-            let skill = chain.last().cloned().unwrap_or_default();
-            chain.push(dependency.clone());
+
+    /// Visits `name` and, first, its dependencies. The recursion depth is bounded by the number
+    /// of skills, since a skill on the path is never entered again.
+    fn visit(&mut self, name: &'s str) -> Result<(), SkillError> {
+        if self.is_done(name) {
+            return Ok(());
+        }
+        if let Some(start) = self.path.iter().position(|p| *p == name) {
+            let mut chain: Vec<String> = self.path[start..].iter().map(|p| p.to_string()).collect();
+            chain.push(name.to_string());
+            return Err(SkillError::DependencyCycle { chain });
+        }
+        self.path.push(name);
+        let Some(skill) = self.snapshot.get(&SKILLS, name)? else {
+            let chain: Vec<String> = self.path.iter().map(|p| p.to_string()).collect();
+            let skill = match self.path.len().checked_sub(2) {
+                Some(parent) => self.path[parent].to_string(),
+                None => String::new(),
+            };
             return Err(SkillError::MissingDependency {
                 skill,
-                dependency,
+                dependency: name.to_string(),
                 chain,
             });
+        };
+        for dependency in &skill.dependencies {
+            self.visit(dependency)?;
         }
-    };
-    for dependency in dependencies {
-        visit(snapshot, dependency, path, done, order)?;
+        self.path.pop();
+        self.mark_done(name, skill);
+        Ok(())
     }
-    path.pop();
-    done.insert(name.to_string());
-    order.push(name.to_string());
-    Ok(())
 }

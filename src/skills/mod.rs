@@ -26,6 +26,7 @@ mod error;
 mod record;
 mod registry;
 
+pub(crate) use deps::closure_of;
 pub use deps::dependency_closure;
 pub use error::SkillError;
 pub use record::Skill;

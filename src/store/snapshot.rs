@@ -173,6 +173,33 @@ impl<'s, R: Record> Iterator for Rows<'s, R> {
     }
 }
 
+/// A record of a snapshot with its stored key ([`Snapshot::entry`]).
+pub(crate) struct Entry<'s, R> {
+    /// The stored primary key.
+    pub key: &'s Arc<str>,
+    /// The record.
+    pub record: &'s R,
+    /// The row holding it (`record` is its content).
+    row: &'s Row,
+}
+
+// Not derived: a derive would ask `R: Copy`.
+impl<R> Clone for Entry<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Entry<'_, R> {}
+
+impl<R: Record> Entry<'_, R> {
+    /// The record as a shared pointer that outlives the snapshot. Always `Some`: the entry was
+    /// made only for a row of type `R`.
+    pub fn shared(&self) -> Option<Arc<R>> {
+        Arc::clone(self.row).downcast::<R>().ok()
+    }
+}
+
 impl Snapshot {
     /// The version: 0 for an empty store, then one more for every commit that changed something.
     ///
@@ -258,6 +285,24 @@ impl Snapshot {
             .rows
             .get(key)
             .and_then(|row| Arc::clone(row).downcast::<R>().ok()))
+    }
+
+    /// The record under a primary key with its stored key and row, borrowed from the snapshot:
+    /// a reader that gathers many records and keeps few (`ContextBuilder::select`) copies no
+    /// key and bumps no count until it keeps one ([`Entry::shared`]).
+    pub(crate) fn entry<R: Record>(
+        &self,
+        table: &Table<R>,
+        key: &str,
+    ) -> Result<Option<Entry<'_, R>>, StoreError> {
+        let (_, state) = self.resolve(table)?;
+        Ok(state.rows.get_key_value(key).and_then(|(key, row)| {
+            Some(Entry {
+                key,
+                record: row.downcast_ref::<R>()?,
+                row,
+            })
+        }))
     }
 
     /// Whether a record exists under a primary key.
