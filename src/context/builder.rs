@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::Tool;
 use crate::skills::closure_of;
-use crate::store::Snapshot;
+use crate::store::{Entry, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
@@ -101,13 +101,13 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
-        let mut candidates = Candidates::new();
+        let mut candidates = Candidates::new(snapshot);
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
         let texts = weighted_texts(turn, p);
 
         for key in &p.pinned_tools {
-            if !candidates.add_key(snapshot, key, class::PINNED, 0.0, Why::Pinned)? {
+            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned)? {
                 dropped.push(not_found(key, Reason::Pinned));
             }
         }
@@ -119,7 +119,7 @@ impl ContextBuilder {
             }
         }
         for key in &turn.discovered {
-            candidates.add_key(snapshot, key, class::DISCOVERED, 0.0, Why::Discovered)?;
+            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
         }
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The message is tokenized once when both indexes tokenize alike (the default).
@@ -138,18 +138,18 @@ impl ContextBuilder {
         self.add_retrieved(snapshot, &explainer, &mut candidates, &mut dropped)?;
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
-                candidates.add_key(snapshot, key, class::RECENT, 0.0, Why::RecentlyUsed)?;
+                candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed)?;
             }
         }
         if p.keep_previous {
             for key in &turn.previous {
-                candidates.add_key(snapshot, key, class::KEPT, 0.0, Why::KeptFromLastTurn)?;
+                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn)?;
             }
         }
-        let matched = candidates.any_matched();
+        let matched = candidates.any_matched()?;
         if !matched && p.on_no_match == NoMatch::All {
             for key in snapshot.iter(&TOOLS)?.keys() {
-                candidates.add_key(snapshot, key, class::FALLBACK, 0.0, Why::Fallback)?;
+                candidates.add_key(key, class::FALLBACK, 0.0, Why::Fallback)?;
             }
         }
 
@@ -164,7 +164,7 @@ impl ContextBuilder {
                 .saturating_add(p.max_tools)
                 .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
-        let ordered = candidates.ranked(needed);
+        let ordered = candidates.ranked(needed)?;
         let (mut tools, tokens) = self.fill(&ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
@@ -206,7 +206,7 @@ impl ContextBuilder {
                 push_skill(skills, name, 0.0, how);
                 for key in &skill.tools {
                     let why = Why::PinnedSkill { skill: pinned };
-                    candidates.add_key(snapshot, key, class::PINNED, 0.0, why)?;
+                    candidates.add_lazy(key, class::PINNED, 0.0, why);
                 }
             }
         }
@@ -258,7 +258,7 @@ impl ContextBuilder {
                     (why, score * 0.5)
                 };
                 for key in &skill.tools {
-                    candidates.add_key(snapshot, key, class::RELEVANT, tool_score, why)?;
+                    candidates.add_lazy(key, class::RELEVANT, tool_score, why);
                 }
             }
         }
@@ -341,7 +341,7 @@ impl ContextBuilder {
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    candidates.add_key(snapshot, &hit.key, class::RELEVANT, relative, why)?;
+                    candidates.add_key(&hit.key, class::RELEVANT, relative, why)?;
                 }
             }
         }
@@ -363,7 +363,7 @@ impl ContextBuilder {
     /// Takes candidates in rank order while the limits allow; pinned tools always get in.
     fn fill(
         &self,
-        ordered: &[&Candidate<'_>],
+        ordered: &[(&Candidate<'_>, Entry<'_, Tool>)],
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
@@ -372,11 +372,11 @@ impl ContextBuilder {
         let mut selected: Vec<SelectedTool> = Vec::with_capacity(p.max_tools.min(ordered.len()));
         let mut used = 0usize;
         let mut over_limit = 0usize;
-        for c in ordered {
+        for &(c, entry) in ordered {
             let pinned = c.class == class::PINNED;
-            let key: &str = c.entry.key;
+            let key = c.key;
             if !pinned {
-                if let Some(reason) = self.tag_filter(c.entry.record) {
+                if let Some(reason) = self.tag_filter(entry.record) {
                     dropped.push(Dropped {
                         key: key.to_string(),
                         reason,
@@ -399,7 +399,7 @@ impl ContextBuilder {
                 }
             }
             let tokens = if count_tokens {
-                estimate_tokens(c.entry.record)
+                estimate_tokens(entry.record)
             } else {
                 0
             };
@@ -417,13 +417,13 @@ impl ContextBuilder {
                 }
             }
             // Always there: the entry was made for a tool's row.
-            let Some(tool) = c.entry.shared() else {
+            let Some(tool) = entry.shared() else {
                 continue;
             };
             used += tokens;
             selected.push(SelectedTool {
                 rank: selected.len(),
-                key: Arc::clone(c.entry.key),
+                key: Arc::clone(entry.key),
                 tool,
                 score: c.rank_score(),
                 reasons: c.reasons(explainer),

@@ -115,7 +115,10 @@ impl Why<'_> {
 
 /// A tool found one or more ways.
 pub(super) struct Candidate<'a> {
-    pub entry: Entry<'a, Tool>,
+    pub key: &'a str,
+    /// The tool, once looked up: a matched skill lists dozens of tools, and only those that
+    /// can reach the selection are looked up ([`Candidates::ranked`]).
+    found: Found<'a>,
     pub class: u8,
     score: f32,
     /// [`RETRIEVAL_TIE_BREAK`] times the tool's own relative BM25 score, if it was retrieved.
@@ -124,6 +127,14 @@ pub(super) struct Candidate<'a> {
     /// one reason, and an empty `Vec` costs no allocation.
     first: Why<'a>,
     more: Vec<Why<'a>>,
+}
+
+/// Whether a candidate's tool is in the snapshot.
+#[derive(Clone, Copy)]
+enum Found<'a> {
+    NotLooked,
+    Yes(Entry<'a, Tool>),
+    No,
 }
 
 impl<'a> Candidate<'a> {
@@ -160,7 +171,7 @@ impl<'a> Candidate<'a> {
 
     /// Its reasons, strongest first.
     pub fn reasons(&self, explainer: &Explainer<'_>) -> Vec<Reason> {
-        let key: &str = self.entry.key;
+        let key = self.key;
         let mut reasons = Vec::with_capacity(1 + self.more.len());
         reasons.push(self.first.reason(key, explainer));
         reasons.extend(self.more.iter().map(|why| why.reason(key, explainer)));
@@ -189,35 +200,44 @@ impl Rank<'_> {
 }
 
 /// The candidates gathered so far, by key; a tool found several ways keeps its best class and
-/// all its reasons.
+/// all its reasons. A candidate whose tool is not in the snapshot (a skill may list a tool
+/// that is gone) counts for nothing, as if it had never been added.
 pub(super) struct Candidates<'a> {
+    snapshot: &'a Snapshot,
     list: Vec<Candidate<'a>>,
     /// Position in `list` by key.
     by_key: HashMap<&'a str, usize, StrState>,
 }
 
 impl<'a> Candidates<'a> {
-    pub fn new() -> Self {
+    pub fn new(snapshot: &'a Snapshot) -> Self {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
         Candidates {
+            snapshot,
             list: Vec::with_capacity(EXPECTED),
             by_key: HashMap::with_capacity_and_hasher(EXPECTED, StrState::default()),
         }
     }
 
+    /// Adds a tool already looked up.
     pub fn add(&mut self, entry: Entry<'a, Tool>, class: u8, score: f32, why: Why<'a>) {
         match self.by_key.get(&**entry.key) {
-            Some(&at) => self.list[at].merge(class, score, why),
-            None => self.push(entry, class, score, why),
+            Some(&at) => {
+                let c = &mut self.list[at];
+                c.found = Found::Yes(entry);
+                c.merge(class, score, why);
+            }
+            None => self.push(entry.key, Found::Yes(entry), class, score, why),
         }
     }
 
-    fn push(&mut self, entry: Entry<'a, Tool>, class: u8, score: f32, why: Why<'a>) {
-        self.by_key.insert(entry.key, self.list.len());
+    fn push(&mut self, key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) {
+        self.by_key.insert(key, self.list.len());
         self.list.push(Candidate {
-            entry,
+            key,
+            found,
             class,
             score,
             bonus: Candidate::bonus_of(&why, score),
@@ -226,39 +246,91 @@ impl<'a> Candidates<'a> {
         });
     }
 
-    /// Adds the tool stored under `key`; false if there is none.
+    /// Adds the tool stored under `key`, looked up only if it can reach the selection.
+    pub fn add_lazy(&mut self, key: &'a str, class: u8, score: f32, why: Why<'a>) {
+        match self.by_key.get(key) {
+            Some(&at) => self.list[at].merge(class, score, why),
+            None => self.push(key, Found::NotLooked, class, score, why),
+        }
+    }
+
+    /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
     pub fn add_key(
         &mut self,
-        snapshot: &'a Snapshot,
+        key: &str,
+        class: u8,
+        score: f32,
+        why: Why<'a>,
+    ) -> Result<(), StoreError> {
+        // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
+        // lookup yet: a candidate whose tool is gone counts for nothing, whatever it merged.
+        if let Some(&at) = self.by_key.get(key) {
+            self.list[at].merge(class, score, why);
+            return Ok(());
+        }
+        if let Some(entry) = self.snapshot.entry(&TOOLS, key)? {
+            self.push(entry.key, Found::Yes(entry), class, score, why);
+        }
+        Ok(())
+    }
+
+    /// [`add_key`](Self::add_key), saying whether the tool is in the snapshot.
+    pub fn add_checked(
+        &mut self,
         key: &str,
         class: u8,
         score: f32,
         why: Why<'a>,
     ) -> Result<bool, StoreError> {
-        // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
-        // second lookup in the table.
         if let Some(&at) = self.by_key.get(key) {
+            if self.look_up(at)?.is_none() {
+                return Ok(false);
+            }
             self.list[at].merge(class, score, why);
             return Ok(true);
         }
-        let Some(entry) = snapshot.entry(&TOOLS, key)? else {
+        let Some(entry) = self.snapshot.entry(&TOOLS, key)? else {
             return Ok(false);
         };
-        self.push(entry, class, score, why);
+        self.push(entry.key, Found::Yes(entry), class, score, why);
         Ok(true)
     }
 
-    /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
-    pub fn any_matched(&self) -> bool {
-        self.list
-            .iter()
-            .any(|c| (class::EXACT..=class::RELEVANT).contains(&c.class))
+    /// The tool of candidate `at`, looked up if it was not yet.
+    fn look_up(&mut self, at: usize) -> Result<Option<Entry<'a, Tool>>, StoreError> {
+        let c = &mut self.list[at];
+        if let Found::NotLooked = c.found {
+            c.found = match self.snapshot.entry(&TOOLS, c.key)? {
+                Some(entry) => Found::Yes(entry),
+                None => Found::No,
+            };
+        }
+        Ok(match c.found {
+            Found::Yes(entry) => Some(entry),
+            _ => None,
+        })
     }
 
-    /// The candidates in rank order. With `needed`, only the first `needed` of that order (all
-    /// that can matter when the policy consumes candidates strictly in order): a partial
-    /// selection, then a sort of those alone.
-    pub fn ranked(&self, needed: Option<usize>) -> Vec<&Candidate<'a>> {
+    /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
+    pub fn any_matched(&mut self) -> Result<bool, StoreError> {
+        for at in 0..self.list.len() {
+            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class)
+                && self.look_up(at)?.is_some()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The candidates whose tool is in the snapshot, in rank order, with their tools. With
+    /// `needed`, only the first `needed` of that order (all that can matter when the policy
+    /// consumes candidates strictly in order): a partial selection, then a sort of those alone,
+    /// and lookups for those alone.
+    pub fn ranked(
+        &mut self,
+        needed: Option<usize>,
+    ) -> Result<Vec<(&Candidate<'a>, Entry<'a, Tool>)>, StoreError> {
         let mut order: Vec<Rank<'a>> = self
             .list
             .iter()
@@ -266,21 +338,40 @@ impl<'a> Candidates<'a> {
             .map(|(at, c)| Rank {
                 class: c.class,
                 score: c.rank_score(),
-                key: c.entry.key,
+                key: c.key,
                 at,
             })
             .collect();
+        let mut cut = false;
         if let Some(needed) = needed {
             if needed < order.len() {
                 order.select_nth_unstable_by(needed, Rank::cmp);
                 order.truncate(needed);
+                cut = true;
             }
         }
+        let mut missing = false;
+        for r in &order {
+            missing |= self.look_up(r.at)?.is_none();
+        }
+        if missing && cut {
+            // Tools gone from the snapshot left the prefix short: rank them all.
+            return self.ranked(None);
+        }
         order.sort_unstable_by(Rank::cmp);
-        order.into_iter().map(|r| &self.list[r.at]).collect()
+        Ok(order
+            .into_iter()
+            .filter_map(|r| {
+                let c = &self.list[r.at];
+                match c.found {
+                    Found::Yes(entry) => Some((c, entry)),
+                    _ => None,
+                }
+            })
+            .collect())
     }
 
-    /// How many candidates are pinned.
+    /// How many candidates are pinned (tools not yet looked up included).
     pub fn pinned(&self) -> usize {
         self.list
             .iter()

@@ -103,12 +103,18 @@ pub(crate) fn exact_mentions<'a>(
 }
 
 fn looks_like_identifier(word: &str) -> bool {
-    let inner_upper =
-        word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
-    word.contains('_')
-        || word.contains('-')
-        || word.chars().any(|c| c.is_ascii_digit())
-        || inner_upper
+    // One pass: an underscore, a hyphen or a digit anywhere, or an upper-case letter after the
+    // first character in a word that has lower-case letters too (`getWeather`, not `URL`).
+    let mut inner_upper = false;
+    let mut lower = false;
+    for (i, c) in word.char_indices() {
+        if c == '_' || c == '-' || c.is_ascii_digit() {
+            return true;
+        }
+        inner_upper |= i > 0 && c.is_uppercase();
+        lower |= c.is_lowercase();
+    }
+    inner_upper && lower
 }
 
 #[cfg(test)]
@@ -117,10 +123,10 @@ mod tests {
 
     #[test]
     fn identifier_shapes() {
-        for yes in ["get_weather", "getWeather", "v2-fetch", "s3"] {
+        for yes in ["get_weather", "getWeather", "v2-fetch", "s3", "xY", "éÉ"] {
             assert!(looks_like_identifier(yes), "{yes}");
         }
-        for no in ["search", "Search", "URL", "weather"] {
+        for no in ["search", "Search", "URL", "weather", "Ab", "ÉTÉ", ""] {
             assert!(!looks_like_identifier(no), "{no}");
         }
     }
