@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Tool;
+use crate::bm25::Hit;
 use crate::skills::closure_of;
 use crate::store::{Entry, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
@@ -101,10 +102,13 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
+        let texts = weighted_texts(turn, p);
+        let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+        // Searched first so that the candidates can borrow the hits' keys; added in turn below.
+        let (hits, filtered) = self.search_tools(snapshot, &query)?;
         let mut candidates = Candidates::new(snapshot);
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
-        let texts = weighted_texts(turn, p);
 
         for key in &p.pinned_tools {
             if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned)? {
@@ -121,7 +125,6 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
         }
-        let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The message is tokenized once when both indexes tokenize alike (the default).
         let skill_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
             None
@@ -130,12 +133,12 @@ impl ContextBuilder {
         };
         let skill_query = skill_query.as_deref().unwrap_or(&query);
         self.add_matched_skills(snapshot, skill_query, &mut candidates, &mut skills)?;
-        let index = snapshot.text_index(&TOOLS)?;
         let explainer = Explainer {
-            index: p.explain.then_some(index),
+            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
             query: &query,
         };
-        self.add_retrieved(snapshot, &explainer, &mut candidates, &mut dropped)?;
+        dropped.extend(filtered);
+        self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
                 candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed)?;
@@ -265,15 +268,14 @@ impl ContextBuilder {
         Ok(())
     }
 
-    fn add_retrieved<'a>(
+    /// The tools' BM25 search: the hits that pass the tag filters, and those the filters cut,
+    /// as dropped entries.
+    fn search_tools(
         &self,
-        snapshot: &'a Snapshot,
-        explainer: &Explainer<'_>,
-        candidates: &mut Candidates<'a>,
-        dropped: &mut Vec<Dropped>,
-    ) -> Result<(), SelectError> {
+        snapshot: &Snapshot,
+        query: &[(String, f32)],
+    ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
-        let query = explainer.query;
         // Enough beyond the limit to report the near misses.
         let k = p.max_tools.saturating_mul(2).saturating_add(4);
         let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
@@ -306,16 +308,29 @@ impl ContextBuilder {
             })
             .collect();
         filtered.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-        for (key, reason, score) in filtered {
-            dropped.push(Dropped {
+        let filtered = filtered
+            .into_iter()
+            .map(|(key, reason, score)| Dropped {
                 key,
                 reason,
                 candidate: vec![Reason::Retrieved {
                     score,
                     explanation: None,
                 }],
-            });
-        }
+            })
+            .collect();
+        Ok((hits, filtered))
+    }
+
+    /// The tools' own BM25 hits, as candidates or as dropped below the score thresholds.
+    fn add_retrieved<'a>(
+        &self,
+        hits: &'a [Hit],
+        explainer: &Explainer<'_>,
+        candidates: &mut Candidates<'a>,
+        dropped: &mut Vec<Dropped>,
+    ) {
+        let p = &self.policy;
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             let drop = if hit.score < p.min_score {
@@ -341,11 +356,10 @@ impl ContextBuilder {
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    candidates.add_key(&hit.key, class::RELEVANT, relative, why)?;
+                    candidates.add_lazy(&hit.key, class::RELEVANT, relative, why);
                 }
             }
         }
-        Ok(())
     }
 
     /// Why the tag policy excludes `tool`, if it does.
