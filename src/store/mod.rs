@@ -53,6 +53,7 @@
 
 mod changes;
 mod error;
+mod index_keys;
 mod notify;
 mod schema;
 mod snapshot;

@@ -502,7 +502,7 @@ impl Snapshot {
             .range::<_, str>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(v, _)| v.starts_with(prefix));
         for (_, keys) in values {
-            for key in keys {
+            for key in keys.iter() {
                 if let Some((k, row)) = state.rows.get_key_value(key) {
                     found.insert(k, row);
                 }

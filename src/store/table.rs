@@ -3,15 +3,17 @@
 
 use std::sync::Arc;
 
-use imbl::{OrdMap, OrdSet};
+use imbl::OrdMap;
+use imbl::ordmap::Entry;
 
 use crate::bm25::{Bm25Index, Document};
 
 use super::error::StoreError;
+use super::index_keys::IndexKeys;
 use super::schema::{Row, TableDef};
 
 /// Secondary index: indexed value → primary keys of the records that carry it.
-pub(crate) type IndexMap = OrdMap<Arc<str>, OrdSet<Arc<str>>>;
+pub(crate) type IndexMap = OrdMap<Arc<str>, IndexKeys>;
 
 #[derive(Clone)]
 pub(crate) struct TableState {
@@ -110,7 +112,12 @@ impl TableState {
         }
         for (map, values) in self.indexes.iter_mut().zip(index_keys) {
             for value in values {
-                map.entry(value).or_default().insert(key.clone());
+                match map.entry(value) {
+                    Entry::Occupied(mut keys) => keys.get_mut().insert(key.clone()),
+                    Entry::Vacant(slot) => {
+                        slot.insert(IndexKeys::One(key.clone()));
+                    }
+                }
             }
         }
         if let (Some(text), Some(doc)) = (&mut self.text, document) {
@@ -133,10 +140,7 @@ impl TableState {
         for (index, map) in def.indexes.iter().zip(self.indexes.iter_mut()) {
             for value in index.keys_of(row) {
                 let now_empty = match map.get_mut(&value) {
-                    Some(keys) => {
-                        keys.remove(key);
-                        keys.is_empty()
-                    }
+                    Some(keys) => keys.remove(key),
                     None => false,
                 };
                 if now_empty {
