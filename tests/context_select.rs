@@ -1,8 +1,8 @@
 //! The ContextBuilder's rules, one test each.
 
 use capstore::context::{
-    ContextBuilder, Conversation, DropReason, NoMatch, Reason, SelectionPolicy, Turn, all_tools,
-    search_tools,
+    ContextBuilder, Conversation, DropReason, MAX_TOOLS_NEAR_MISSES, NoMatch, Reason,
+    SelectionPolicy, Turn, all_tools, search_tools,
 };
 use capstore::skills::register_skill;
 use capstore::{Skill, Snapshot, Store, TOOLS, Tool};
@@ -450,5 +450,62 @@ fn selections_stay_consistent_while_skills_come_and_go() {
     done.store(true, std::sync::atomic::Ordering::Release);
     for r in readers {
         assert!(r.join().expect("reader") > 0);
+    }
+}
+
+/// A skill can list a tool that a raw table write removed. That tool is skipped, and the
+/// tools after it move up: the selection under a limit is the unlimited ranking's prefix.
+/// (Under a limit only a prefix of the candidates is ranked; with 20 candidates, max_tools up
+/// to 11 ranks fewer than all, and the missing tool, first by key among equals, falls inside it.)
+#[test]
+fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
+    let store = Store::new();
+    store
+        .write(|tx| {
+            let mut tools = vec![Tool::new(
+                "a_rollback_release",
+                "Roll back a release to the last good build",
+            )];
+            tools.extend(
+                (0..19).map(|i| Tool::new(format!("deploy_step_{i:02}"), "A deployment step")),
+            );
+            register_skill(
+                tx,
+                Skill::new("deploy", "Deploy and roll back releases"),
+                tools,
+            )
+        })
+        .expect("catalog");
+    store
+        .write(|tx| tx.delete(&TOOLS, "a_rollback_release"))
+        .expect("a raw delete of a skill's tool");
+    let snapshot = store.snapshot();
+    let turn = Turn::new("roll back the release");
+    let select = |max_tools| {
+        ContextBuilder::with_policy(SelectionPolicy {
+            max_tools,
+            ..SelectionPolicy::default()
+        })
+        .expect("policy")
+        .select(&snapshot, &turn)
+        .expect("select")
+    };
+    let unlimited = select(50);
+    let all: Vec<&str> = unlimited.keys().collect();
+    assert_eq!(all.len(), 19, "{all:?}");
+    assert!(!all.contains(&"a_rollback_release"), "{all:?}");
+    for max_tools in 1..all.len() {
+        let limited = select(max_tools);
+        let keys: Vec<&str> = limited.keys().collect();
+        assert_eq!(keys, all[..max_tools], "max_tools {max_tools}");
+        // The near misses too: the next ones in the unlimited ranking, at most eight.
+        let near: Vec<&str> = limited
+            .dropped
+            .iter()
+            .filter(|d| matches!(d.reason, DropReason::MaxTools { .. }))
+            .map(|d| d.key.as_str())
+            .collect();
+        let next = &all[max_tools..all.len().min(max_tools + MAX_TOOLS_NEAR_MISSES)];
+        assert_eq!(near, next, "max_tools {max_tools}");
     }
 }
