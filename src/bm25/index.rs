@@ -528,19 +528,34 @@ impl Bm25Index {
         let key = |slot: u32| self.locate(slot).and_then(|(seg, doc)| seg.key(doc));
         let mut top = TopK::new(k, buffer);
         let check_dead = !self.dead.is_empty();
-        for (slot, score) in scores.iter_mut().enumerate() {
-            let s = std::mem::take(score);
-            if s > 0.0 && top.admits(s) {
-                let slot = u32::try_from(slot).unwrap_or(u32::MAX);
-                if check_dead && self.dead.contains(slot) {
-                    continue;
-                }
-                if let Some(keep) = keep {
-                    if !key(slot).is_some_and(|key| keep(key)) {
+        for (c, chunk) in scores.chunks_mut(SELECT_CHUNK).enumerate() {
+            // Most chunks hold no candidate once the top k is warm: tested without a branch per
+            // score (the compares vectorise) and cleared in one go. A branch per score
+            // mispredicted on every other matching document of a long query: two thirds of a
+            // query's mispredictions on Seal-Tools.
+            let threshold = top.threshold();
+            let candidates = chunk
+                .iter()
+                .fold(0u32, |n, &s| n + u32::from((s > 0.0) & (s >= threshold)));
+            if candidates == 0 {
+                chunk.fill(0.0);
+                continue;
+            }
+            let base = c * SELECT_CHUNK;
+            for (i, score) in chunk.iter_mut().enumerate() {
+                let s = std::mem::take(score);
+                if (s > 0.0) & top.admits(s) {
+                    let slot = u32::try_from(base + i).unwrap_or(u32::MAX);
+                    if check_dead && self.dead.contains(slot) {
                         continue;
                     }
+                    if let Some(keep) = keep {
+                        if !key(slot).is_some_and(|key| keep(key)) {
+                            continue;
+                        }
+                    }
+                    top.push(s, slot, &key);
                 }
-                top.push(s, slot, &key);
             }
         }
         top.into_hits(&key)
@@ -749,6 +764,9 @@ impl Bm25Index {
         self.segments.get(at)?.tf(id, slot)
     }
 }
+
+/// Scores the top-k scan tests together before looking at any one of them.
+const SELECT_CHUNK: usize = 16;
 
 /// The text of token `i` of a plain query (`i` is always in range; "" otherwise).
 #[inline]

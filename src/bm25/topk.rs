@@ -53,6 +53,12 @@ impl<'b> TopK<'b> {
         }
     }
 
+    /// The admission threshold: scores below it cannot enter (`-inf` until k are in).
+    #[inline]
+    pub(crate) fn threshold(&self) -> f32 {
+        self.threshold
+    }
+
     /// Whether a candidate with `score` could enter (checked before running filters on it).
     #[inline]
     pub(crate) fn admits(&self, score: f32) -> bool {
@@ -102,11 +108,14 @@ impl<'b> TopK<'b> {
             if tie {
                 at = items.iter().filter(|x| better(x, &item)).count();
             }
-            if let Some(tail) = items.get_mut(at..) {
-                tail.rotate_right(1);
-                if let Some(first) = tail.first_mut() {
-                    *first = item;
-                }
+            // The last item drops out: a shift by one (`rotate_right` called a generic
+            // routine costing more than the rest of the push).
+            let end = items.len().saturating_sub(1);
+            if at < end {
+                items.copy_within(at..end, at + 1);
+            }
+            if let Some(slot) = items.get_mut(at) {
+                *slot = item;
             }
         }
         if let Some(last) = self.items.last() {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use capstore::bm25::{Bm25Index, Document, IndexConfig};
+use capstore::bm25::{Bm25Index, Document, Hit, IndexConfig};
 use capstore::context::{ContextBuilder, SelectionPolicy, Turn};
 use capstore::{Store, TOOLS};
 use tantivy::collector::TopDocs;
@@ -21,11 +21,33 @@ pub const TOP_K: usize = 10;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
+/// A contender's top k as it returns them: document numbers, or capstore's keyed hits.
+pub enum Hits {
+    Docs(Vec<(u32, f32)>),
+    Keys(Vec<Hit>),
+}
+
+impl Hits {
+    /// As `(document, score)`, best first. The harness calls this after the timer stops:
+    /// parsing capstore's keys back to document numbers is the harness's translation for the
+    /// agreement check, not work a user of the index does (it was 14% of capstore's
+    /// instructions per query on MetaTool while it was timed).
+    pub fn into_docs(self) -> Vec<(u32, f32)> {
+        match self {
+            Hits::Docs(docs) => docs,
+            Hits::Keys(hits) => hits
+                .into_iter()
+                .map(|h| (Corpus::parse_key(&h.key), h.score))
+                .collect(),
+        }
+    }
+}
+
 /// One engine under test.
 pub trait Contender {
     /// Top [`TOP_K`] for query `q` of `corpus`, best first. For `select`, the selected tools in
     /// rank order, with the document `u32::MAX` (they are not compared with the yardstick).
-    fn search(&mut self, corpus: &Corpus, q: usize) -> Vec<(u32, f32)>;
+    fn search(&mut self, corpus: &Corpus, q: usize) -> Hits;
     /// Inserts `corpus.extra_docs[j]` (or `extra_tools[j]`) as a new document, made visible to
     /// queries (commit, reload) where the engine has such a step; returns the time of that
     /// alone (untimed set-up and clean-up excluded, see each contender).
@@ -103,12 +125,8 @@ impl CapstoreBm25 {
 }
 
 impl Contender for CapstoreBm25 {
-    fn search(&mut self, corpus: &Corpus, q: usize) -> Vec<(u32, f32)> {
-        self.index
-            .search(&corpus.queries[q], TOP_K)
-            .into_iter()
-            .map(|h| (Corpus::parse_key(&h.key), h.score))
-            .collect()
+    fn search(&mut self, corpus: &Corpus, q: usize) -> Hits {
+        Hits::Keys(self.index.search(&corpus.queries[q], TOP_K))
     }
 
     /// Into an O(1) clone of the N-document index (the clone and its drop untimed), as the
@@ -169,17 +187,19 @@ pub fn select_builder(explain: bool) -> ContextBuilder {
 }
 
 impl Contender for CapstoreSelect {
-    fn search(&mut self, corpus: &Corpus, q: usize) -> Vec<(u32, f32)> {
+    fn search(&mut self, corpus: &Corpus, q: usize) -> Hits {
         let snapshot = self.store.snapshot();
         let selection = self
             .builder
             .select(&snapshot, &Turn::new(corpus.messages[q].as_str()))
             .expect("select");
-        selection
-            .tools
-            .iter()
-            .map(|t| (u32::MAX, t.score))
-            .collect()
+        Hits::Docs(
+            selection
+                .tools
+                .iter()
+                .map(|t| (u32::MAX, t.score))
+                .collect(),
+        )
     }
 
     /// One write transaction inserting one tool, commit included; an untimed delete + commit
@@ -276,7 +296,7 @@ impl Tantivy {
 }
 
 impl Contender for Tantivy {
-    fn search(&mut self, corpus: &Corpus, q: usize) -> Vec<(u32, f32)> {
+    fn search(&mut self, corpus: &Corpus, q: usize) -> Hits {
         // One clause per distinct term, boosted by its count: the same as scoring each
         // occurrence (as capstore and the yardstick do).
         let mut terms: Vec<&str> = corpus.queries[q].iter().map(String::as_str).collect();
@@ -297,21 +317,23 @@ impl Contender for Tantivy {
             })
             .collect();
         if clauses.is_empty() {
-            return Vec::new();
+            return Hits::Docs(Vec::new());
         }
         let query = BooleanQuery::new(clauses);
         let top = self
             .searcher
             .search(&query, &TopDocs::with_limit(TOP_K).order_by_score())
             .expect("search");
-        top.into_iter()
-            .map(|(score, addr)| {
-                let id = self.ids[addr.segment_ord as usize]
-                    .first(addr.doc_id)
-                    .expect("every document has an id");
-                (id as u32, score)
-            })
-            .collect()
+        Hits::Docs(
+            top.into_iter()
+                .map(|(score, addr)| {
+                    let id = self.ids[addr.segment_ord as usize]
+                        .first(addr.doc_id)
+                        .expect("every document has an id");
+                    (id as u32, score)
+                })
+                .collect(),
+        )
     }
 
     /// `add_document` + `commit` + reader reload (new searcher and id columns). The writer is
@@ -387,12 +409,14 @@ impl Bm25Crate {
 }
 
 impl Contender for Bm25Crate {
-    fn search(&mut self, _corpus: &Corpus, q: usize) -> Vec<(u32, f32)> {
-        self.engine
-            .search(&self.queries[q], TOP_K)
-            .into_iter()
-            .map(|r| (r.document.id, r.score))
-            .collect()
+    fn search(&mut self, _corpus: &Corpus, q: usize) -> Hits {
+        Hits::Docs(
+            self.engine
+                .search(&self.queries[q], TOP_K)
+                .into_iter()
+                .map(|r| (r.document.id, r.score))
+                .collect(),
+        )
     }
 
     /// `upsert` (no commit step; the crate keeps the `avgdl` it was built with).
@@ -420,8 +444,8 @@ impl Flat {
 }
 
 impl Contender for Flat {
-    fn search(&mut self, corpus: &Corpus, q: usize) -> Vec<(u32, f32)> {
-        self.index.search(&corpus.queries[q], TOP_K)
+    fn search(&mut self, corpus: &Corpus, q: usize) -> Hits {
+        Hits::Docs(self.index.search(&corpus.queries[q], TOP_K))
     }
 
     /// Appends in place (no snapshot, no commit step); the index grows by one per insert.

@@ -131,7 +131,7 @@ pub fn run_queries(c: &mut dyn Contender, corpus: &Corpus, effort: &Effort) -> R
         let hits = c.search(corpus, q);
         latencies.push(t.elapsed());
         if i < effort.agree_queries.min(nq) {
-            results.push((q, hits));
+            results.push((q, hits.into_docs()));
         } else {
             drop(std::hint::black_box(hits));
         }
