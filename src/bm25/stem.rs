@@ -61,6 +61,12 @@ pub(crate) fn stem_tail(text: &mut String, from: usize) {
 /// (Every rule only cuts a suffix, and the two that replace one with `y` end the stemming.)
 fn stem_cut(word: &[u8]) -> (usize, bool) {
     let unchanged = (word.len(), false);
+    // Every rule cuts a suffix ending in `s`, `d`, `g` or `e` (a rule after the plural one
+    // applies only to what it left, and that left the word whole unless it ended in `s`):
+    // most words end otherwise and are done without looking at their letters.
+    if !matches!(word.last(), Some(b's' | b'd' | b'g' | b'e')) {
+        return unchanged;
+    }
     if !word.iter().all(u8::is_ascii_lowercase) {
         return unchanged;
     }
