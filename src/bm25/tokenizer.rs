@@ -151,18 +151,15 @@ impl Tokenizer {
     fn ascii_terms_flat(&self, text: &str, text_buf: &mut String, ends: &mut Vec<usize>) {
         let bytes = text.as_bytes();
         ascii_identifier_parts(bytes, |start, end| {
-            let (Some(part), Some(part_bytes)) = (text.get(start..end), bytes.get(start..end))
-            else {
+            let Some(part) = bytes.get(start..end) else {
                 return;
             };
-            if self.config.stop_words && is_stop_word_ascii_alphanumeric(part_bytes) {
+            if self.config.stop_words && is_stop_word_ascii_alphanumeric(part) {
                 return;
             }
             let at = text_buf.len();
-            text_buf.push_str(part);
-            if let Some(term) = text_buf.get_mut(at..) {
-                term.make_ascii_lowercase();
-            }
+            // Parts are ASCII letters and digits: `| 0x20` lower-cases the one, keeps the other.
+            text_buf.extend(part.iter().map(|&b| char::from(b | 0x20)));
             if self.config.stemming {
                 stem_tail(text_buf, at);
             }
