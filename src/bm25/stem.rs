@@ -46,7 +46,12 @@ pub(crate) fn stem_in_place(word: &mut String) {
 
 /// [`stem`] of `text[from..]`, rewritten in place: the tokenizer writes each term at the end of
 /// one shared buffer and stems it there.
+#[inline]
 pub(crate) fn stem_tail(text: &mut String, from: usize) {
+    // `stem_cut`'s first test, where the tokenizer's loop can see it: most terms stop here.
+    if !text.as_bytes().last().is_some_and(|&b| may_cut_after(b)) {
+        return;
+    }
     let Some(word) = text.as_bytes().get(from..) else {
         return;
     };
@@ -64,7 +69,7 @@ fn stem_cut(word: &[u8]) -> (usize, bool) {
     // Every rule cuts a suffix ending in `s`, `d`, `g` or `e` (a rule after the plural one
     // applies only to what it left, and that left the word whole unless it ended in `s`):
     // most words end otherwise and are done without looking at their letters.
-    if !matches!(word.last(), Some(b's' | b'd' | b'g' | b'e')) {
+    if !word.last().is_some_and(|&b| may_cut_after(b)) {
         return unchanged;
     }
     if !word.iter().all(u8::is_ascii_lowercase) {
@@ -115,6 +120,12 @@ fn stem_cut(word: &[u8]) -> (usize, bool) {
         n -= 1;
     }
     (n, false)
+}
+
+/// Whether a word ending in `b` may lose a suffix: every rule cuts one ending in `s`, `d`, `g`
+/// or `e`.
+fn may_cut_after(b: u8) -> bool {
+    matches!(b, b's' | b'd' | b'g' | b'e')
 }
 
 fn is_vowel(b: u8) -> bool {
