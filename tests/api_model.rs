@@ -657,7 +657,9 @@ fn documents<R>(
             let doc = field_names
                 .iter()
                 .fold(Document::new(), |doc, f| match fields.tokens(f) {
-                    Some(tokens) => doc.with_field(f, tokens.to_vec()),
+                    Some(tokens) => {
+                        doc.with_field(f, tokens.iter().map(|t| t.to_string()).collect())
+                    }
                     None => doc,
                 });
             (key.clone(), doc)

@@ -153,7 +153,7 @@ fn check_snapshot(snap: &Snapshot, tokenizer: &Tokenizer) {
         .iter()
         .filter_map(|f| fields.tokens(f))
         .flatten()
-        .cloned()
+        .map(str::to_owned)
         .collect();
         terms.sort();
         terms.dedup();

@@ -186,6 +186,77 @@ pub(crate) fn split_ascii_identifier<'w>(word: &'w str, mut emit: impl FnMut(&'w
     }
 }
 
+/// The identifier parts of a whole ASCII `text`, as byte ranges `start..end`, in order: what
+/// splitting each of its UAX#29 words with [`split_ascii_identifier`] yields (a test checks it
+/// against the general path on random text), in one pass and without finding the words.
+///
+/// Words need not be found because, in ASCII, every byte that is not a letter or digit ends a
+/// part whether or not it ends a word: between words it is a boundary, inside one (`_ . : ' , ;`)
+/// it is a separator. So the parts are the runs of letters and digits, cut by the case and digit
+/// rules of [`split_identifier`]; the rules look no further than the run, since a run's
+/// neighbours are never letters.
+pub(crate) fn ascii_identifier_parts(text: &[u8], mut part: impl FnMut(usize, usize)) {
+    let mut i = 0;
+    while let Some(&b) = text.get(i) {
+        let first = ascii_class(b);
+        i += 1;
+        if first == Class::Separator {
+            continue;
+        }
+        let mut start = i - 1;
+        let mut prev = first;
+        // Only the `HTTPServer` rule looks two back, and only at a capital: a flag will do.
+        let mut prev2_upper = false;
+        while let Some(&b) = text.get(i) {
+            let class = ascii_class(b);
+            let cut = match (prev, class) {
+                (Class::Lower, Class::Lower) | (Class::Digit, Class::Digit) => None,
+                (_, Class::Separator) => break,
+                (Class::Lower, Class::Upper)
+                | (Class::Digit, Class::Upper | Class::Lower)
+                | (Class::Upper | Class::Lower, Class::Digit) => Some(i),
+                (Class::Upper, Class::Lower) if prev2_upper => {
+                    let plural = b == b's'
+                        && text
+                            .get(i + 1)
+                            .is_none_or(|&n| ascii_class(n) != Class::Lower);
+                    (!plural).then(|| i - 1)
+                }
+                _ => None,
+            };
+            if let Some(cut) = cut.filter(|&cut| cut > start) {
+                part(start, cut);
+                start = cut;
+            }
+            prev2_upper = prev == Class::Upper;
+            prev = class;
+            i += 1;
+        }
+        part(start, i);
+    }
+}
+
+/// [`Class`] of an ASCII byte (any other byte is a [`Class::Separator`]).
+fn ascii_class(b: u8) -> Class {
+    ASCII_CLASSES[usize::from(b)]
+}
+
+/// [`ascii_class`] as a table: one load per byte instead of three range tests.
+const ASCII_CLASSES: [Class; 256] = {
+    let mut table = [Class::Separator; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            b'a'..=b'z' => Class::Lower,
+            b'A'..=b'Z' => Class::Upper,
+            b'0'..=b'9' => Class::Digit,
+            _ => Class::Separator,
+        };
+        b += 1;
+    }
+    table
+};
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -139,7 +139,7 @@ mod tombstones;
 mod topk;
 
 pub use config::IndexConfig;
-pub use document::Document;
+pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
 pub use index::{Bm25Index, CorpusStats, Hit};
 pub use scoring::{

@@ -39,69 +39,93 @@ pub fn stem(word: &str) -> String {
     out
 }
 
-/// [`stem`], rewriting `word` in place (the tokenizer's path: no new allocation).
+/// [`stem`], rewriting `word` in place (no new allocation).
 pub(crate) fn stem_in_place(word: &mut String) {
-    if !word.bytes().all(|b| b.is_ascii_lowercase()) {
-        return;
-    }
-    strip_plural(word);
-    strip_verb_form(word);
-    if word.len() >= 3 && word.ends_with('e') {
-        word.pop();
-    }
+    stem_tail(word, 0);
 }
 
-fn strip_plural(word: &mut String) {
-    if word.len() >= 5 && word.ends_with("ies") {
-        replace_suffix(word, 3, "y");
-    } else if word.ends_with("sses") {
-        word.truncate(word.len() - 2);
-    } else if word.len() >= 4
-        && word.ends_with('s')
-        && !word.ends_with("ss")
-        && !word.ends_with("us")
-        && !word.ends_with("is")
-    {
-        word.pop();
-    }
-}
-
-fn strip_verb_form(word: &mut String) {
-    if word.len() >= 5 && word.ends_with("ied") {
-        replace_suffix(word, 3, "y");
+/// [`stem`] of `text[from..]`, rewritten in place: the tokenizer writes each term at the end of
+/// one shared buffer and stems it there.
+#[inline]
+pub(crate) fn stem_tail(text: &mut String, from: usize) {
+    // `stem_cut`'s first test, where the tokenizer's loop can see it: most terms stop here.
+    if !text.as_bytes().last().is_some_and(|&b| may_cut_after(b)) {
         return;
     }
-    let suffix = if word.ends_with("ing") {
-        3
-    } else if word.ends_with("ed") {
-        2
-    } else {
+    let Some(word) = text.as_bytes().get(from..) else {
         return;
     };
-    let stem_len = word.len() - suffix;
-    if stem_len >= 2 && word[..stem_len].bytes().any(is_vowel) {
-        word.truncate(stem_len);
-        undouble(word);
+    let (keep, add_y) = stem_cut(word);
+    text.truncate(from + keep);
+    if add_y {
+        text.push('y');
     }
 }
 
-/// `runn` → `run`, `stopp` → `stop`; `l`, `s` and `z` stay doubled (`call`, `pass`, `buzz`), as do
-/// three-letter stems (`add`).
-fn undouble(word: &mut String) {
-    let bytes = word.as_bytes();
-    let n = bytes.len();
-    if n >= 4
-        && bytes[n - 1] == bytes[n - 2]
-        && !is_vowel(bytes[n - 1])
-        && !matches!(bytes[n - 1], b'l' | b's' | b'z')
-    {
-        word.pop();
+/// The stem of `word` as an edit of its end: keep `word[..keep]`, then append `y` if `add_y`.
+/// (Every rule only cuts a suffix, and the two that replace one with `y` end the stemming.)
+fn stem_cut(word: &[u8]) -> (usize, bool) {
+    let unchanged = (word.len(), false);
+    // Every rule cuts a suffix ending in `s`, `d`, `g` or `e` (a rule after the plural one
+    // applies only to what it left, and that left the word whole unless it ended in `s`):
+    // most words end otherwise and are done without looking at their letters.
+    if !word.last().is_some_and(|&b| may_cut_after(b)) {
+        return unchanged;
     }
+    if !word.iter().all(u8::is_ascii_lowercase) {
+        return unchanged;
+    }
+    let ends = |n: usize, suffix: &[u8]| word.get(..n).is_some_and(|w| w.ends_with(suffix));
+    let mut n = word.len();
+    // Plurals.
+    if n >= 5 && ends(n, b"ies") {
+        return (n - 3, true);
+    } else if ends(n, b"sses") {
+        n -= 2;
+    } else if n >= 4 && ends(n, b"s") && !ends(n, b"ss") && !ends(n, b"us") && !ends(n, b"is") {
+        n -= 1;
+    }
+    // Verb forms.
+    if n >= 5 && ends(n, b"ied") {
+        return (n - 3, true);
+    }
+    let suffix = if ends(n, b"ing") {
+        3
+    } else if ends(n, b"ed") {
+        2
+    } else {
+        0
+    };
+    if suffix > 0 {
+        let stem_len = n - suffix;
+        if stem_len >= 2
+            && word
+                .get(..stem_len)
+                .is_some_and(|w| w.iter().any(|&b| is_vowel(b)))
+        {
+            n = stem_len;
+            // Undouble a final consonant: running → run (but not fill, pass, buzz).
+            let last = word.get(n.wrapping_sub(1)).copied();
+            if n >= 4
+                && last.is_some()
+                && last == word.get(n.wrapping_sub(2)).copied()
+                && !last.is_some_and(is_vowel)
+                && !matches!(last, Some(b'l' | b's' | b'z'))
+            {
+                n -= 1;
+            }
+        }
+    }
+    if n >= 3 && ends(n, b"e") {
+        n -= 1;
+    }
+    (n, false)
 }
 
-fn replace_suffix(word: &mut String, cut: usize, with: &str) {
-    word.truncate(word.len() - cut);
-    word.push_str(with);
+/// Whether a word ending in `b` may lose a suffix: every rule cuts one ending in `s`, `d`, `g`
+/// or `e`.
+fn may_cut_after(b: u8) -> bool {
+    matches!(b, b's' | b'd' | b'g' | b'e')
 }
 
 fn is_vowel(b: u8) -> bool {
@@ -111,6 +135,85 @@ fn is_vowel(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::stem;
+
+    /// The string-editing stemmer this module had before `stem_cut`, kept as the reference.
+    mod reference {
+        fn strip_plural(word: &mut String) {
+            if word.len() >= 5 && word.ends_with("ies") {
+                replace_suffix(word, 3, "y");
+            } else if word.ends_with("sses") {
+                word.truncate(word.len() - 2);
+            } else if word.len() >= 4
+                && word.ends_with('s')
+                && !word.ends_with("ss")
+                && !word.ends_with("us")
+                && !word.ends_with("is")
+            {
+                word.pop();
+            }
+        }
+
+        fn strip_verb_form(word: &mut String) {
+            if word.len() >= 5 && word.ends_with("ied") {
+                replace_suffix(word, 3, "y");
+                return;
+            }
+            let suffix = if word.ends_with("ing") {
+                3
+            } else if word.ends_with("ed") {
+                2
+            } else {
+                return;
+            };
+            let stem_len = word.len() - suffix;
+            if stem_len >= 2 && word[..stem_len].bytes().any(old_is_vowel) {
+                word.truncate(stem_len);
+                undouble(word);
+            }
+        }
+
+        /// `runn` → `run`, `stopp` → `stop`; `l`, `s` and `z` stay doubled (`call`, `pass`, `buzz`), as do
+        /// three-letter stems (`add`).
+        fn undouble(word: &mut String) {
+            let bytes = word.as_bytes();
+            let n = bytes.len();
+            if n >= 4
+                && bytes[n - 1] == bytes[n - 2]
+                && !old_is_vowel(bytes[n - 1])
+                && !matches!(bytes[n - 1], b'l' | b's' | b'z')
+            {
+                word.pop();
+            }
+        }
+
+        fn replace_suffix(word: &mut String, cut: usize, with: &str) {
+            word.truncate(word.len() - cut);
+            word.push_str(with);
+        }
+
+        fn old_is_vowel(b: u8) -> bool {
+            matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y')
+        }
+
+        pub(super) fn stem(word: &str) -> String {
+            let mut word = word.to_owned();
+            if word.bytes().all(|b| b.is_ascii_lowercase()) {
+                strip_plural(&mut word);
+                strip_verb_form(&mut word);
+                if word.len() >= 3 && word.ends_with('e') {
+                    word.pop();
+                }
+            }
+            word
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn same_stems_as_the_reference(word in "[a-z]{0,9}(s|es|ies|sses|ed|ied|ing|e|ss|us|is)?") {
+            proptest::prop_assert_eq!(stem(&word), reference::stem(&word));
+        }
+    }
 
     fn same_stem(words: &[&str]) {
         let first = stem(words[0]);

@@ -61,6 +61,35 @@ pub(crate) fn is_stop_word(token: &str) -> bool {
             .is_ok_and(|i| STOP_WORDS.get(i) == Some(&token))
 }
 
+/// The length of the longest stop word: longer tokens need no look-up.
+const LONGEST: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < STOP_WORDS.len() {
+        if STOP_WORDS[i].len() > longest {
+            longest = STOP_WORDS[i].len();
+        }
+        i += 1;
+    }
+    longest
+};
+
+/// Whether `part`, ASCII letters and digits in any case, lower-cases to a stop word: the
+/// tokenizer asks before it copies a term, so that a dropped one costs no copy.
+pub(crate) fn is_stop_word_ascii_alphanumeric(part: &[u8]) -> bool {
+    debug_assert!(part.iter().all(u8::is_ascii_alphanumeric));
+    if part.len() > LONGEST {
+        return false;
+    }
+    // `| 0x20` lower-cases a letter and leaves a digit as it is; no byte is NUL, so the
+    // packing is one-to-one and needs no confirmation on the string.
+    let mut packed = 0u64;
+    for (k, &b) in part.iter().enumerate() {
+        packed |= u64::from(b | 0x20) << (56 - 8 * k);
+    }
+    PACKED.binary_search(&packed).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +117,31 @@ mod tests {
         for w in STOP_WORDS {
             assert!(is_stop_word(w), "{w}");
             assert_eq!(*w, w.to_lowercase());
+        }
+    }
+
+    #[test]
+    fn the_ascii_check_folds_case_like_lower_casing_first() {
+        for w in STOP_WORDS {
+            for variant in [
+                w.to_string(),
+                w.to_uppercase(),
+                format!("{w}s"),
+                format!("x{w}"),
+            ] {
+                let lower = variant.to_lowercase();
+                assert_eq!(
+                    is_stop_word_ascii_alphanumeric(variant.as_bytes()),
+                    is_stop_word(&lower),
+                    "{variant}"
+                );
+            }
+        }
+        for other in ["", "2", "0the", "The0", "shouldnt", "Yourselves", "WEATHER"] {
+            assert!(
+                !is_stop_word_ascii_alphanumeric(other.as_bytes()),
+                "{other}"
+            );
         }
     }
 

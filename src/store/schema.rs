@@ -432,11 +432,11 @@ impl<R> TextSchema<R> {
 /// let mut fields = TextFields::new(&tokenizer);
 /// fields.add("name", "get_weather");
 /// fields.add("name", "forecast");
-/// assert_eq!(fields.tokens("name"), Some(&["get".to_string(), "weather".into(), "forecast".into()][..]));
+/// assert_eq!(fields.tokens("name"), Some(vec!["get", "weather", "forecast"]));
 /// ```
 pub struct TextFields<'t> {
     tokenizer: &'t Tokenizer,
-    fields: Vec<(String, Vec<String>)>,
+    document: Document,
 }
 
 impl<'t> TextFields<'t> {
@@ -451,7 +451,7 @@ impl<'t> TextFields<'t> {
     pub fn new(tokenizer: &'t Tokenizer) -> Self {
         TextFields {
             tokenizer,
-            fields: Vec::new(),
+            document: Document::new(),
         }
     }
 
@@ -466,14 +466,13 @@ impl<'t> TextFields<'t> {
     /// assert_eq!(fields.tokens("description").map(|t| t.len()), Some(2));
     /// ```
     pub fn add(&mut self, field: &str, text: &str) {
-        let slot = match self.fields.iter().position(|(name, _)| name == field) {
-            Some(i) => i,
-            None => {
-                self.fields.push((field.to_string(), Vec::new()));
-                self.fields.len() - 1
-            }
+        let doc = &mut self.document;
+        let field = match doc.field_named(field) {
+            Some(f) => f,
+            None => doc.add_field(field),
         };
-        self.tokenizer.tokenize_into(text, &mut self.fields[slot].1);
+        let tokenizer = self.tokenizer;
+        doc.extend_field(field, |buf, ends| tokenizer.tokenize_flat(text, buf, ends));
     }
 
     /// The terms gathered so far in `field`.
@@ -484,21 +483,17 @@ impl<'t> TextFields<'t> {
     /// let tokenizer = Tokenizer::default();
     /// let mut fields = TextFields::new(&tokenizer);
     /// fields.add("tags", "web");
-    /// assert_eq!(fields.tokens("tags"), Some(&["web".to_string()][..]));
+    /// assert_eq!(fields.tokens("tags"), Some(vec!["web"]));
     /// ```
-    pub fn tokens(&self, field: &str) -> Option<&[String]> {
-        self.fields
-            .iter()
-            .find(|(name, _)| name == field)
-            .map(|(_, tokens)| tokens.as_slice())
+    pub fn tokens(&self, field: &str) -> Option<Vec<&str>> {
+        self.document
+            .fields()
+            .find(|(name, _)| *name == field)
+            .map(|(_, terms)| terms.collect())
     }
 
     fn into_document(self) -> Document {
-        let mut doc = Document::new();
-        for (name, tokens) in self.fields {
-            doc.push_field(&name, tokens);
-        }
-        doc
+        self.document
     }
 }
 

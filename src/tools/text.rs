@@ -99,9 +99,9 @@ impl Default for ToolTextOptions {
 /// let tokenizer = Tokenizer::default();
 /// let mut fields = TextFields::new(&tokenizer);
 /// tool_text(&tool, &mut fields);
-/// assert_eq!(fields.tokens("name"), Some(&["get".to_string(), "weather".into()][..]));
-/// assert_eq!(fields.tokens("params"), Some(&["city".to_string()][..]));
-/// assert_eq!(fields.tokens("param_docs"), Some(&["city".to_string(), "name".into()][..]));
+/// assert_eq!(fields.tokens("name"), Some(vec!["get", "weather"]));
+/// assert_eq!(fields.tokens("params"), Some(vec!["city"]));
+/// assert_eq!(fields.tokens("param_docs"), Some(vec!["city", "name"]));
 /// ```
 pub fn tool_text(tool: &Tool, fields: &mut TextFields<'_>) {
     fields.add("name", &tool.name);

@@ -31,9 +31,7 @@ impl Reference<'_> {
     /// Σ weight · count of `t` over the document's fields.
     pub fn tf(&self, doc: &Document, t: &str) -> f64 {
         doc.fields()
-            .map(|(name, tokens)| {
-                self.weight(name) * tokens.iter().filter(|x| x.as_str() == t).count() as f64
-            })
+            .map(|(name, tokens)| self.weight(name) * tokens.filter(|x| *x == t).count() as f64)
             .sum()
     }
 
