@@ -201,14 +201,6 @@ impl<R: Record> Entry<'_, R> {
 }
 
 impl Snapshot {
-    /// Compacts the text index of every table that this transaction's writes at least
-    /// doubled since `base` (see `TableState::compact_bulk_write`).
-    pub(crate) fn compact_bulk_writes(&mut self, base: &Snapshot) {
-        for (table, before) in self.tables.iter_mut().zip(&base.tables) {
-            table.compact_bulk_write(before);
-        }
-    }
-
     /// The version: 0 for an empty store, then one more for every commit that changed something.
     ///
     /// ```

@@ -126,19 +126,6 @@ impl TableState {
         old
     }
 
-    /// After a transaction that at least doubled this table's text index (a bulk load),
-    /// merges the index into one segment: queries then probe one dictionary per term instead
-    /// of one per segment (a sixth of a query's instructions at 100 documents). The merge is
-    /// linear in the index, so it is paid for by the documents the transaction added; a
-    /// single write into a large table never triggers it.
-    pub fn compact_bulk_write(&mut self, base: &TableState) {
-        if let (Some(text), Some(before)) = (&mut self.text, &base.text) {
-            if text.len() >= 2 * before.len() {
-                text.compact();
-            }
-        }
-    }
-
     /// Removes the record under `key`; returns it, or `None` when there was none.
     pub fn remove(&mut self, def: &TableDef, key: &str) -> Option<Row> {
         let (stored_key, old) = self.rows.remove_with_key(key)?;

@@ -227,7 +227,6 @@ impl WriteTxn {
             };
         }
         working.version += 1;
-        working.compact_bulk_writes(&store.current.load());
         let changes = Arc::new(changes);
         let schema = Arc::clone(&working.schema);
         let version = working.version;
