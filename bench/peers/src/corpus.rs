@@ -158,7 +158,7 @@ pub fn real(set: &'static str, extra: usize) -> Result<Corpus, String> {
             ]
             .iter()
             .filter_map(|f| fields.tokens(f))
-            .flat_map(|t| t.iter().cloned())
+            .flat_map(|t| t.into_iter().map(str::to_string))
             .collect()
         })
         .collect();
