@@ -132,6 +132,8 @@ mod query;
 pub mod scoring;
 mod scratch;
 mod segment;
+#[cfg(test)]
+mod short_strings;
 pub mod stem;
 pub mod stop_words;
 pub mod tokenizer;
