@@ -133,62 +133,20 @@ pub(crate) fn split_identifier<'w>(word: &'w str, mut emit: impl FnMut(&'w str))
 }
 
 /// [`split_identifier`] for an ASCII `word`, over bytes: the same parts (a test checks it on
-/// random words), without decoding characters or asking Unicode tables for their classes.
+/// random words), without decoding characters or asking Unicode tables for their classes. The
+/// rules are [`ascii_identifier_parts`]'s, applied to the one word.
 pub(crate) fn split_ascii_identifier<'w>(word: &'w str, mut emit: impl FnMut(&'w str)) {
-    let bytes = word.as_bytes();
-    let class_of = |b: u8| match b {
-        b'A'..=b'Z' => Class::Upper,
-        b'a'..=b'z' => Class::Lower,
-        b'0'..=b'9' => Class::Digit,
-        _ => Class::Separator,
-    };
-    let mut start: Option<usize> = None;
-    let mut prev: Option<Class> = None;
-    let mut prev2: Option<Class> = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        let class = class_of(b);
-        if class == Class::Separator {
-            if let Some(part) = start.take().and_then(|s| word.get(s..i)) {
-                emit(part);
-            }
-            prev = None;
-            prev2 = None;
-            continue;
+    ascii_identifier_parts(word.as_bytes(), |start, end| {
+        if let Some(part) = word.get(start..end) {
+            emit(part);
         }
-        if let Some(s) = start {
-            let cut = match (prev2, prev, class) {
-                (_, Some(Class::Lower), Class::Upper) => Some(i),
-                (_, Some(Class::Digit), Class::Upper | Class::Lower) => Some(i),
-                (_, Some(Class::Upper | Class::Lower), Class::Digit) => Some(i),
-                (Some(Class::Upper), Some(Class::Upper), Class::Lower) => {
-                    let plural = b == b's'
-                        && bytes
-                            .get(i + 1)
-                            .is_none_or(|&n| class_of(n) != Class::Lower);
-                    (!plural).then_some(i - 1)
-                }
-                _ => None,
-            };
-            if let Some(cut) = cut.filter(|&cut| cut > s) {
-                if let Some(part) = word.get(s..cut) {
-                    emit(part);
-                }
-                start = Some(cut);
-            }
-        } else {
-            start = Some(i);
-        }
-        prev2 = prev;
-        prev = Some(class);
-    }
-    if let Some(part) = start.and_then(|s| word.get(s..)) {
-        emit(part);
-    }
+    });
 }
 
 /// The identifier parts of a whole ASCII `text`, as byte ranges `start..end`, in order: what
-/// splitting each of its UAX#29 words with [`split_ascii_identifier`] yields (a test checks it
-/// against the general path on random text), in one pass and without finding the words.
+/// splitting each of its UAX#29 words with [`split_identifier`] yields (tests check it against
+/// the general path, on random text and on every short string), in one pass and without finding
+/// the words.
 ///
 /// Words need not be found because, in ASCII, every byte that is not a letter or digit ends a
 /// part whether or not it ends a word: between words it is a boundary, inside one (`_ . : ' , ;`)
