@@ -23,7 +23,7 @@ use capstore::bm25::{Document, Tokenizer, TokenizerConfig};
 use capstore::context::{ContextBuilder, Selection, SelectionPolicy, Turn};
 use capstore::skills::{SkillError, register_skill, skill_text, unregister_skill, unregister_tool};
 use capstore::store::{Record, Table, TextFields};
-use capstore::tools::{ToolTextOptions, tool_text};
+use capstore::tools::{TOOL_TEXT_FIELDS, ToolTextOptions, tool_text};
 use capstore::{
     HANDLERS, HOOK_HANDLERS, HOOKS, Hook, HookEvent, SKILLS, Skill, Snapshot, Store, StoreError,
     TOOLS, Tool, WriteTxn, exec,
@@ -739,17 +739,9 @@ fn check_bm25<R: Record>(
 
 fn check_text(snap: &Snapshot, m: &Model) -> Result<(), TestCaseError> {
     let options = ToolTextOptions::default();
-    let tool_fields = [
-        "name",
-        "description",
-        "tags",
-        "params",
-        "param_docs",
-        "skills",
-    ];
     let tools = Reference {
         config: &options.index,
-        docs: documents(&m.tools, &options.tokenizer, tool_text, &tool_fields),
+        docs: documents(&m.tools, &options.tokenizer, tool_text, &TOOL_TEXT_FIELDS),
     };
     check_bm25(snap, &TOOLS, &tools)?;
     let skill_config = snap.text_index(&SKILLS)?.config().clone();

@@ -20,7 +20,7 @@ use capstore::context::{ContextBuilder, SelectionPolicy, Turn};
 use capstore::exec::{register_hook, register_tool, remove_hook, remove_tool};
 use capstore::skills::{register_skill, unregister_skill};
 use capstore::store::TextFields;
-use capstore::tools::{ToolTextOptions, tool_text};
+use capstore::tools::{TOOL_TEXT_FIELDS, ToolTextOptions, tool_text};
 use capstore::{
     HOOKS, Hook, HookEvent, HookOutcome, SKILLS, Skill, Snapshot, Store, TOOLS, Tool, WriteTxn,
 };
@@ -142,19 +142,12 @@ fn check_snapshot(snap: &Snapshot, tokenizer: &Tokenizer) {
     for tool in tools.values() {
         let mut fields = TextFields::new(tokenizer);
         tool_text(tool, &mut fields);
-        let mut terms: Vec<String> = [
-            "name",
-            "description",
-            "tags",
-            "params",
-            "param_docs",
-            "skills",
-        ]
-        .iter()
-        .filter_map(|f| fields.tokens(f))
-        .flatten()
-        .map(str::to_owned)
-        .collect();
+        let mut terms: Vec<String> = TOOL_TEXT_FIELDS
+            .iter()
+            .filter_map(|f| fields.tokens(f))
+            .flatten()
+            .map(str::to_owned)
+            .collect();
         terms.sort();
         terms.dedup();
         for t in terms {

@@ -31,7 +31,8 @@ pub use names::{
 };
 pub use record::{Tool, check_label};
 pub use text::{
-    DEFAULT_NAME_WEIGHT, DEFAULT_PARAM_DOCS_WEIGHT, ToolTextOptions, tool_text, walk_schema,
+    DEFAULT_NAME_WEIGHT, DEFAULT_PARAM_DOCS_WEIGHT, TOOL_TEXT_FIELDS, ToolTextOptions, tool_text,
+    walk_schema,
 };
 
 use crate::store::{IndexSchema, TableSchema, TextSchema};

@@ -83,6 +83,30 @@ impl Default for ToolTextOptions {
     }
 }
 
+/// The fields [`tool_text`] fills, in the order it fills them: a tool's whole text is their
+/// terms in this order.
+///
+/// ```
+/// use capstore::bm25::Tokenizer;
+/// use capstore::store::TextFields;
+/// use capstore::tools::{TOOL_TEXT_FIELDS, tool_text};
+/// use capstore::Tool;
+///
+/// let tokenizer = Tokenizer::default();
+/// let mut fields = TextFields::new(&tokenizer);
+/// tool_text(&Tool::new("get_weather", "Current weather").with_tags(["web"]), &mut fields);
+/// let all: Vec<&str> = TOOL_TEXT_FIELDS.iter().filter_map(|f| fields.tokens(f)).flatten().collect();
+/// assert_eq!(all, ["get", "weather", "current", "weather", "web"]);
+/// ```
+pub const TOOL_TEXT_FIELDS: [&str; 6] = [
+    "name",
+    "description",
+    "tags",
+    "params",
+    "param_docs",
+    "skills",
+];
+
 /// Fills a tool's text document: `name`, `description`, `tags`, `params` (parameter names),
 /// `param_docs` (parameter descriptions) and `skills` (names of the skills that bundle it).
 ///

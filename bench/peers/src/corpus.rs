@@ -22,7 +22,7 @@ use capstore::Tool;
 use capstore::bm25::Tokenizer;
 use capstore::eval::{assign_keys, load_queries, load_tools};
 use capstore::store::TextFields;
-use capstore::tools::{ToolTextOptions, tool_text};
+use capstore::tools::{TOOL_TEXT_FIELDS, ToolTextOptions, tool_text};
 
 use crate::synthetic;
 use crate::synthetic_store::{corpus_tools, tool_from};
@@ -148,18 +148,11 @@ pub fn real(set: &'static str, extra: usize) -> Result<Corpus, String> {
         .map(|tool| {
             let mut fields = TextFields::new(&tokenizer);
             tool_text(tool, &mut fields);
-            [
-                "name",
-                "description",
-                "tags",
-                "params",
-                "param_docs",
-                "skills",
-            ]
-            .iter()
-            .filter_map(|f| fields.tokens(f))
-            .flat_map(|t| t.into_iter().map(str::to_string))
-            .collect()
+            TOOL_TEXT_FIELDS
+                .iter()
+                .filter_map(|f| fields.tokens(f))
+                .flat_map(|t| t.into_iter().map(str::to_string))
+                .collect()
         })
         .collect();
     let n = docs.len();
