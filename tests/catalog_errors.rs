@@ -6,22 +6,14 @@ use capstore::skills::{SkillError, register_skill};
 use capstore::store::{RecordError, StoreBuilder};
 use capstore::{SKILLS, Skill, Store, StoreError, TOOLS, Tool};
 
+mod common;
+
+use common::tables::tools_and_skills;
+
 /// Everything a load could change: the version, every tool and every skill.
-fn contents(store: &Store) -> (u64, Vec<Tool>, Vec<Skill>) {
+fn contents(store: &Store) -> (u64, (Vec<Tool>, Vec<Skill>)) {
     let snap = store.snapshot();
-    (
-        snap.version(),
-        snap.iter(&TOOLS)
-            .expect("tools")
-            .records()
-            .cloned()
-            .collect(),
-        snap.iter(&SKILLS)
-            .expect("skills")
-            .records()
-            .cloned()
-            .collect(),
-    )
+    (snap.version(), tools_and_skills(&snap))
 }
 
 /// A store with one skill (`contacts`, bundling `contacts/find_contact`) and one standalone

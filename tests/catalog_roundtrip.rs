@@ -3,24 +3,13 @@
 
 use capstore::catalog::{Catalog, CatalogErrorKind, CatalogSkill};
 use capstore::skills::register_skill;
-use capstore::{SKILLS, Skill, Snapshot, Store, TOOLS, Tool};
+use capstore::{SKILLS, Skill, Store, TOOLS, Tool};
 use proptest::prelude::*;
 use serde_json::json;
 
-fn tables(snap: &Snapshot) -> (Vec<Tool>, Vec<Skill>) {
-    (
-        snap.iter(&TOOLS)
-            .expect("tools")
-            .records()
-            .cloned()
-            .collect(),
-        snap.iter(&SKILLS)
-            .expect("skills")
-            .records()
-            .cloned()
-            .collect(),
-    )
-}
+mod common;
+
+use common::tables::tools_and_skills as tables;
 
 fn loaded(catalog: &Catalog) -> Store {
     let store = Store::new();

@@ -4,3 +4,4 @@
 #![allow(dead_code)]
 
 pub mod bm25_reference;
+pub mod tables;
