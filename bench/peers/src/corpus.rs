@@ -75,7 +75,7 @@ fn text_bytes(tools: &[Tool]) -> usize {
                 + t.description.len()
                 + t.source.as_ref().map_or(0, String::len)
                 + t.tags.iter().map(String::len).sum::<usize>()
-                + serde_json::to_string(&t.input_schema).map_or(0, |s| s.len())
+                + t.input_schema.as_str().len()
         })
         .sum()
 }
