@@ -43,4 +43,4 @@ pub use store::{
     Watcher, WriteTxn,
 };
 pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS};
-pub use tools::Tool;
+pub use tools::{InputSchema, Tool};

@@ -254,7 +254,7 @@ fn skill_fail(e: &SkillError) -> Option<Fail> {
 /// The model's own (independent, deliberately plain) statement of the validity rules the
 /// generators can break.
 fn tool_is_valid(tool: &Tool) -> bool {
-    !tool.name.is_empty() && tool.input_schema.is_object()
+    !tool.name.is_empty() && tool.input_schema.to_value().is_object()
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {

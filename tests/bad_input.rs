@@ -804,7 +804,7 @@ fn catalog_numbers_survive_export_and_reload_exactly() {
     };
     assert_eq!(schema(&store), schema(&reloaded));
     assert_eq!(
-        schema(&reloaded).map(|s| s["maximum"].as_f64()),
+        schema(&reloaded).map(|s| s.to_value()["maximum"].as_f64()),
         Some(Some(1.0715660391465826e-75))
     );
 }

@@ -166,7 +166,7 @@ fn mcp_fields_land_in_the_record_and_unknown_ones_are_ignored() {
         web.description,
         "Search the web for pages matching a query. Returns titles, URLs and snippets."
     );
-    assert_eq!(web.input_schema["required"], json!(["query"]));
+    assert_eq!(web.input_schema.to_value()["required"], json!(["query"]));
     assert_eq!(web.annotations["title"], "Web Search");
     assert_eq!(web.annotations["readOnlyHint"], true);
     assert_eq!(web.annotations["openWorldHint"], true);
@@ -283,7 +283,7 @@ fn a_changed_list_reimports_as_one_commit_with_the_exact_diff() {
         .expect("read")
         .expect("present");
     assert_eq!(
-        issue.input_schema["properties"]["milestone"]["type"],
+        issue.input_schema.to_value()["properties"]["milestone"]["type"],
         "integer"
     );
     let listed = snap

@@ -19,6 +19,6 @@ const FRAMING_BYTES: usize = 40;
 /// assert!(large >= small + 100);
 /// ```
 pub fn estimate_tokens(tool: &Tool) -> usize {
-    let schema = serde_json::to_string(&tool.input_schema).map_or(0, |s| s.len());
+    let schema = tool.input_schema.as_str().len();
     (tool.name.len() + tool.description.len() + schema + FRAMING_BYTES).div_ceil(BYTES_PER_TOKEN)
 }

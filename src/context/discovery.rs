@@ -25,7 +25,7 @@ const MAX_LIMIT: usize = 20;
 /// ```
 /// let def = capstore::context::search_tools_definition();
 /// assert_eq!(def.name, "search_tools");
-/// assert_eq!(def.input_schema["required"][0], "query");
+/// assert_eq!(def.input_schema.to_value()["required"][0], "query");
 /// ```
 pub fn search_tools_definition() -> Tool {
     Tool::new(

@@ -319,7 +319,7 @@ pub fn parse_tools(path: impl AsRef<Path>, text: &str) -> Result<Vec<ToolEntry>,
         );
         match line.object.get("parameters") {
             None | Some(Value::Null) => {}
-            Some(schema @ Value::Object(_)) => tool.input_schema = schema.clone(),
+            Some(schema @ Value::Object(_)) => tool.input_schema = schema.into(),
             Some(_) => return Err(line.wrong("parameters", "a JSON Schema object or null")),
         }
         tool.tags = line.strings("tags", false)?;

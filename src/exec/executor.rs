@@ -228,11 +228,11 @@ impl Executor {
             .map_err(store_error)?
             .ok_or_else(|| ExecError::UnknownTool { tool: name.clone() })?;
         self.check_policy(&name, selected)?;
-        check_arguments(&tool.input_schema, &arguments).map_err(|reason| {
-            ExecError::InvalidArguments {
-                tool: name.clone(),
-                reason,
-            }
+        // Parsed once per call, for this check and any hook's rewrite.
+        let schema = tool.input_schema.to_value();
+        check_arguments(&schema, &arguments).map_err(|reason| ExecError::InvalidArguments {
+            tool: name.clone(),
+            reason,
         })?;
         let handler = snap
             .get_arc(&HANDLERS, &name)
@@ -244,7 +244,7 @@ impl Executor {
         let info = CallInfo {
             call_id: &id,
             tool: &name,
-            input_schema: &tool.input_schema,
+            input_schema: &schema,
         };
         let args = run_pre(&pre, &info, arguments).await?;
         let output = match guarded(|| handler.call(args.clone())).await {

@@ -81,7 +81,7 @@ impl McpTool {
         )
         .with_source(server)
         .with_tags([server])
-        .with_input_schema(self.input_schema.clone())
+        .with_input_schema(&self.input_schema)
         .with_annotations(annotations)
     }
 }

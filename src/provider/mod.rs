@@ -126,19 +126,19 @@ impl ToolExport {
                 "function": {
                     "name": name,
                     "description": tool.description,
-                    "parameters": tool.input_schema,
+                    "parameters": tool.input_schema.to_value(),
                 }
             }),
             Provider::OpenAiResponses => json!({
                 "type": "function",
                 "name": name,
                 "description": tool.description,
-                "parameters": tool.input_schema,
+                "parameters": tool.input_schema.to_value(),
             }),
             Provider::Anthropic => json!({
                 "name": name,
                 "description": tool.description,
-                "input_schema": tool.input_schema,
+                "input_schema": tool.input_schema.to_value(),
             }),
         }
     }

@@ -77,6 +77,8 @@ fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Resu
             push_unique(&mut owners, owner);
         }
         push_unique(&mut owners, skill.name.clone());
+        // Stored for as long as the tool is: no spare capacity.
+        owners.shrink_to_fit();
         tool.skills = owners;
         tx.upsert(&TOOLS, tool)?;
         bundled.push(key);
@@ -92,6 +94,7 @@ fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Resu
     for key in bundled {
         push_unique(&mut skill.tools, key);
     }
+    skill.tools.shrink_to_fit();
     let name = skill.name.clone();
     tx.insert(&SKILLS, skill)?;
     dependency_closure(tx.view(), &[name])?;

@@ -9,27 +9,44 @@ use imbl::OrdSet;
 /// Most values are carried by one record (a tool's name, a skill's tool, a hook's matcher).
 /// Those hold the key inline: a one-element persistent set costs a 288-byte node and an
 /// allocation each time a write copies it, which was a fifth of an index's memory and one
-/// more allocation per registered tool.
+/// more allocation per registered tool. Values carried by a few records (a skill's ten tools,
+/// a tag of a small store) hold a sorted slice: 16 bytes a key where a set's node costs 288
+/// bytes however few keys it holds. Past [`FEW_MAX`] keys they become a persistent set, whose
+/// writes copy one node rather than every key.
 #[derive(Clone, Debug)]
 pub(crate) enum IndexKeys {
     One(Arc<str>),
+    /// Two to [`FEW_MAX`] keys, sorted, distinct.
+    Few(Arc<[Arc<str>]>),
     Many(OrdSet<Arc<str>>),
 }
+
+/// The most keys a sorted slice holds: one set node's worth, so that a write copies no more
+/// keys than a set's would.
+const FEW_MAX: usize = 16;
+
+/// A set this small or smaller goes back to a slice (half of [`FEW_MAX`], so that a value
+/// whose count hovers around the limit does not convert back and forth).
+const FEW_AGAIN: usize = FEW_MAX / 2;
 
 impl IndexKeys {
     /// The keys, in order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
-        let (one, many) = match self {
-            IndexKeys::One(key) => (Some(key), None),
-            IndexKeys::Many(keys) => (None, Some(keys.iter())),
+        let (one, few, many) = match self {
+            IndexKeys::One(key) => (Some(key), None, None),
+            IndexKeys::Few(keys) => (None, Some(keys.iter()), None),
+            IndexKeys::Many(keys) => (None, None, Some(keys.iter())),
         };
-        one.into_iter().chain(many.into_iter().flatten())
+        one.into_iter()
+            .chain(few.into_iter().flatten())
+            .chain(many.into_iter().flatten())
     }
 
     /// How many keys carry the value (at least one: an empty entry is removed).
     pub fn len(&self) -> usize {
         match self {
             IndexKeys::One(_) => 1,
+            IndexKeys::Few(keys) => keys.len(),
             IndexKeys::Many(keys) => keys.len(),
         }
     }
@@ -39,10 +56,30 @@ impl IndexKeys {
         match self {
             IndexKeys::One(only) if *only == key => {}
             IndexKeys::One(only) => {
-                let mut keys = OrdSet::new();
-                keys.insert(only.clone());
-                keys.insert(key);
-                *self = IndexKeys::Many(keys);
+                let pair = if key < *only {
+                    [key, only.clone()]
+                } else {
+                    [only.clone(), key]
+                };
+                *self = IndexKeys::Few(Arc::new(pair));
+            }
+            IndexKeys::Few(keys) => {
+                let Err(at) = keys.binary_search(&key) else {
+                    return;
+                };
+                if keys.len() < FEW_MAX {
+                    let grown: Arc<[Arc<str>]> = keys[..at]
+                        .iter()
+                        .cloned()
+                        .chain(std::iter::once(key))
+                        .chain(keys[at..].iter().cloned())
+                        .collect();
+                    *keys = grown;
+                } else {
+                    let mut set: OrdSet<Arc<str>> = keys.iter().cloned().collect();
+                    set.insert(key);
+                    *self = IndexKeys::Many(set);
+                }
             }
             IndexKeys::Many(keys) => {
                 keys.insert(key);
@@ -54,14 +91,33 @@ impl IndexKeys {
     pub fn remove(&mut self, key: &str) -> bool {
         match self {
             IndexKeys::One(only) => &**only == key,
+            IndexKeys::Few(keys) => {
+                let Ok(at) = keys.binary_search_by(|k| (**k).cmp(key)) else {
+                    return false;
+                };
+                *self = match &keys[..] {
+                    [a, b] => IndexKeys::One(if at == 0 { b.clone() } else { a.clone() }),
+                    rest => IndexKeys::Few(
+                        rest.iter()
+                            .enumerate()
+                            .filter(|(i, _)| *i != at)
+                            .map(|(_, k)| k.clone())
+                            .collect(),
+                    ),
+                };
+                false
+            }
             IndexKeys::Many(keys) => {
                 keys.remove(key);
-                if keys.len() == 1 {
-                    if let Some(last) = keys.iter().next().cloned() {
-                        *self = IndexKeys::One(last);
-                    }
+                if keys.len() <= FEW_AGAIN {
+                    let rest: Vec<Arc<str>> = keys.iter().cloned().collect();
+                    *self = match <[Arc<str>; 1]>::try_from(rest) {
+                        Ok([last]) => IndexKeys::One(last),
+                        Err(rest) if rest.is_empty() => return true,
+                        Err(rest) => IndexKeys::Few(rest.into()),
+                    };
                 }
-                matches!(self, IndexKeys::Many(set) if set.is_empty())
+                false
             }
         }
     }
@@ -91,5 +147,52 @@ mod tests {
         assert_eq!(keys(&k), ["c"]);
         assert!(!k.remove("a"));
         assert!(k.remove("c"));
+    }
+
+    /// Every tier against a plain ordered set, through growth past a set node and back.
+    #[test]
+    fn agrees_with_an_ordered_set_through_every_tier() {
+        let mut model = std::collections::BTreeSet::new();
+        let mut k = IndexKeys::One(Arc::from("k00"));
+        model.insert("k00".to_string());
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut tiers = [false; 3];
+        for step in 0..4000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // Grow for a while, then shrink, so that every tier is visited both ways.
+            let key = format!("k{:02}", seed % 40);
+            let insert = (step / 500) % 2 == 0 || seed % 7 == 0;
+            if insert {
+                k.insert(Arc::from(key.as_str()));
+                model.insert(key);
+            } else if model.len() > 1 || !model.contains(&key) {
+                assert!(!k.remove(&key));
+                model.remove(&key);
+            } else {
+                assert!(k.remove(&key));
+                k = IndexKeys::One(Arc::from("k00"));
+                model = ["k00".to_string()].into();
+            }
+            assert_eq!(
+                keys(&k),
+                model.iter().map(String::as_str).collect::<Vec<_>>()
+            );
+            assert_eq!(k.len(), model.len());
+            let tier = match &k {
+                IndexKeys::One(_) => 0,
+                IndexKeys::Few(keys) => {
+                    assert!((2..=FEW_MAX).contains(&keys.len()));
+                    1
+                }
+                IndexKeys::Many(keys) => {
+                    assert!(keys.len() > FEW_AGAIN);
+                    2
+                }
+            };
+            tiers[tier] = true;
+        }
+        assert_eq!(tiers, [true; 3]);
     }
 }

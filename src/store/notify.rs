@@ -6,7 +6,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
@@ -23,7 +23,10 @@ const BROADCAST_CAPACITY: usize = 1024;
 pub(crate) struct Notifier {
     subscribers: Mutex<Vec<(u64, Callback)>>,
     next_id: AtomicU64,
-    changes: broadcast::Sender<Arc<ChangeSet>>,
+    /// Made by the first [`Notifier::changes`]: the channel allocates all its slots up front
+    /// (32 KB at 1,024), which a store nobody listens to need not pay. Until then no receiver
+    /// exists, so nothing a sender would have sent is missed.
+    changes: OnceLock<broadcast::Sender<Arc<ChangeSet>>>,
     version: watch::Sender<u64>,
     watchers: Mutex<Vec<Weak<WatchState>>>,
     listener_panics: AtomicU64,
@@ -31,12 +34,11 @@ pub(crate) struct Notifier {
 
 impl Notifier {
     pub fn new() -> Self {
-        let (changes, _) = broadcast::channel(BROADCAST_CAPACITY);
         let (version, _) = watch::channel(0);
         Notifier {
             subscribers: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
-            changes,
+            changes: OnceLock::new(),
             version,
             watchers: Mutex::new(Vec::new()),
             listener_panics: AtomicU64::new(0),
@@ -69,7 +71,9 @@ impl Notifier {
         }
         // No receiver is not an error: nobody is listening asynchronously.
         let version = changes.version;
-        let _ = self.changes.send(changes);
+        if let Some(sender) = self.changes.get() {
+            let _ = sender.send(changes);
+        }
         self.version.send_replace(version);
     }
 
@@ -95,7 +99,9 @@ impl Notifier {
     }
 
     pub fn changes(&self) -> broadcast::Receiver<Arc<ChangeSet>> {
-        self.changes.subscribe()
+        self.changes
+            .get_or_init(|| broadcast::channel(BROADCAST_CAPACITY).0)
+            .subscribe()
     }
 
     pub fn versions(&self) -> watch::Receiver<u64> {

@@ -590,12 +590,22 @@ pub(crate) struct IndexDef {
 }
 
 impl IndexDef {
-    /// The record's keys in this index, sorted and without repeats.
-    pub fn keys_of(&self, row: &Row) -> Vec<Arc<str>> {
+    /// The record's keys in this index, sorted and without repeats. A value equal to the
+    /// record's primary key `primary` (a tool's name when it has no source) shares its text
+    /// rather than holding a copy.
+    pub fn keys_of(&self, row: &Row, primary: &Arc<str>) -> Vec<Arc<str>> {
         let mut keys = (self.keys)(&**row);
         keys.sort_unstable();
         keys.dedup();
-        keys.into_iter().map(Arc::from).collect()
+        keys.into_iter()
+            .map(|k| {
+                if *k == **primary {
+                    primary.clone()
+                } else {
+                    Arc::from(k)
+                }
+            })
+            .collect()
     }
 }
 

@@ -65,7 +65,8 @@ impl TableState {
                 table: def.name.clone(),
             });
         }
-        let index_keys: Vec<Vec<Arc<str>>> = def.indexes.iter().map(|i| i.keys_of(&row)).collect();
+        let index_keys: Vec<Vec<Arc<str>>> =
+            def.indexes.iter().map(|i| i.keys_of(&row, &key)).collect();
         for ((index, map), values) in def.indexes.iter().zip(&self.indexes).zip(&index_keys) {
             if !index.unique {
                 continue;
@@ -138,7 +139,7 @@ impl TableState {
 
     fn unindex(&mut self, def: &TableDef, key: &Arc<str>, row: &Row) {
         for (index, map) in def.indexes.iter().zip(self.indexes.iter_mut()) {
-            for value in index.keys_of(row) {
+            for value in index.keys_of(row, key) {
                 let now_empty = match map.get_mut(&value) {
                     Some(keys) => keys.remove(key),
                     None => false,

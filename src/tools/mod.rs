@@ -22,6 +22,7 @@
 
 mod names;
 mod record;
+mod schema;
 mod text;
 
 pub(crate) use names::refuse;
@@ -30,6 +31,7 @@ pub use names::{
     name_counts, sanitize,
 };
 pub use record::{Tool, check_label};
+pub use schema::InputSchema;
 pub use text::{
     DEFAULT_NAME_WEIGHT, DEFAULT_PARAM_DOCS_WEIGHT, TOOL_TEXT_FIELDS, ToolTextOptions, tool_text,
     walk_schema,

@@ -1,11 +1,12 @@
 //! The tool record.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::store::RecordError;
 
 use super::names::{check_name, refuse};
+use super::schema::InputSchema;
 
 /// A tool the model can call: a name, a description, a JSON Schema for its input, tags, the
 /// source that provided it (an MCP server, a skill, your application) and free-form annotations.
@@ -42,9 +43,9 @@ pub struct Tool {
     #[serde(default)]
     pub description: String,
     /// JSON Schema of the arguments; an object schema. Defaults to an object with no
-    /// properties.
-    #[serde(default = "empty_object_schema", alias = "inputSchema")]
-    pub input_schema: Value,
+    /// properties. Held as compact JSON text ([`InputSchema`]).
+    #[serde(default, alias = "inputSchema")]
+    pub input_schema: InputSchema,
     /// Free-form labels, indexed for queries and filters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
@@ -59,22 +60,18 @@ pub struct Tool {
     pub skills: Vec<String>,
 }
 
-fn empty_object_schema() -> Value {
-    json!({ "type": "object", "properties": {} })
-}
-
 impl Tool {
     /// A tool with a name and description, no source, no tags and an empty object schema.
     ///
     /// ```
     /// let tool = capstore::Tool::new("read_file", "Read a file");
-    /// assert_eq!(tool.input_schema["type"], "object");
+    /// assert_eq!(tool.input_schema.to_value()["type"], "object");
     /// ```
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Tool {
             name: name.into(),
             description: description.into(),
-            input_schema: empty_object_schema(),
+            input_schema: InputSchema::empty_object(),
             tags: Vec::new(),
             source: None,
             annotations: Value::Null,
@@ -102,15 +99,17 @@ impl Tool {
         self
     }
 
-    /// Sets the input JSON Schema.
+    /// Sets the input JSON Schema: a `serde_json::Value` (such as a `json!` value) or an
+    /// [`InputSchema`].
     ///
     /// ```
     /// use serde_json::json;
     /// let t = capstore::Tool::new("a", "").with_input_schema(json!({"type": "object"}));
     /// assert_eq!(t.input_schema, json!({"type": "object"}));
+    /// assert_eq!(t.input_schema.as_str(), r#"{"type":"object"}"#);
     /// ```
-    pub fn with_input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = schema;
+    pub fn with_input_schema(mut self, schema: impl Into<InputSchema>) -> Self {
+        self.input_schema = schema.into();
         self
     }
 
@@ -171,7 +170,7 @@ impl Tool {
         for skill in &self.skills {
             check_name("skills", skill)?;
         }
-        check_input_schema(&self.input_schema)
+        self.input_schema.check()
     }
 }
 
@@ -193,23 +192,4 @@ pub fn check_label(field: &'static str, value: &str) -> Result<(), RecordError> 
         None
     };
     refuse(field, value, reason)
-}
-
-/// Providers take an object schema for a tool's input; anything else is refused here rather
-/// than by the provider at request time.
-fn check_input_schema(schema: &Value) -> Result<(), RecordError> {
-    let Some(object) = schema.as_object() else {
-        return Err(RecordError::Invalid {
-            field: "input_schema",
-            reason: "must be a JSON object (a JSON Schema)".to_string(),
-        });
-    };
-    match object.get("type") {
-        None => Ok(()),
-        Some(Value::String(t)) if t == "object" => Ok(()),
-        Some(other) => Err(RecordError::Invalid {
-            field: "input_schema",
-            reason: format!("`type` must be \"object\" for a tool's input, not {other}"),
-        }),
-    }
 }

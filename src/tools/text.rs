@@ -6,10 +6,7 @@ use crate::bm25::{IndexConfig, TokenizerConfig};
 use crate::store::TextFields;
 
 use super::record::Tool;
-
-/// How deep [`walk_schema`] follows nested schemas: deep enough for real tools, bounded so that
-/// a pathological schema costs little.
-const MAX_SCHEMA_DEPTH: usize = 16;
+use super::schema::walk_from;
 
 /// How the tools table's text index turns tools into terms and scores them: the tokenizer and
 /// the BM25 parameters with field weights (fields: `name`, `description`, `tags`, `params`,
@@ -133,7 +130,7 @@ pub fn tool_text(tool: &Tool, fields: &mut TextFields<'_>) {
     for tag in &tool.tags {
         fields.add("tags", tag);
     }
-    walk_schema(&tool.input_schema, &mut |name, description| {
+    tool.input_schema.walk(&mut |name, description| {
         fields.add("params", name);
         if let Some(description) = description {
             fields.add("param_docs", description);
@@ -146,7 +143,8 @@ pub fn tool_text(tool: &Tool, fields: &mut TextFields<'_>) {
 
 /// Calls `visit(name, description)` for every property of a JSON Schema, nested ones included
 /// (through `properties`, `items`, `additionalProperties`, `anyOf`, `oneOf`, `allOf`), in
-/// document order, to a bounded depth.
+/// document order (a `Value`'s maps are in key order), to a bounded depth (16 levels).
+/// [`InputSchema::walk`](super::InputSchema::walk) does the same on a tool's schema.
 ///
 /// ```
 /// use capstore::tools::walk_schema;
@@ -161,33 +159,5 @@ pub fn tool_text(tool: &Tool, fields: &mut TextFields<'_>) {
 /// assert_eq!(seen, ["attachments", "path", "to"]);
 /// ```
 pub fn walk_schema(schema: &Value, visit: &mut dyn FnMut(&str, Option<&str>)) {
-    walk(schema, visit, 0);
-}
-
-fn walk(schema: &Value, visit: &mut dyn FnMut(&str, Option<&str>), depth: usize) {
-    if depth >= MAX_SCHEMA_DEPTH {
-        return;
-    }
-    let Some(object) = schema.as_object() else {
-        return;
-    };
-    if let Some(Value::Object(properties)) = object.get("properties") {
-        for (name, property) in properties {
-            let description = property.get("description").and_then(Value::as_str);
-            visit(name, description);
-            walk(property, visit, depth + 1);
-        }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(nested) = object.get(key) {
-            walk(nested, visit, depth + 1);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(options)) = object.get(key) {
-            for option in options {
-                walk(option, visit, depth + 1);
-            }
-        }
-    }
+    walk_from(schema, visit);
 }

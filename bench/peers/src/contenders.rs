@@ -154,7 +154,7 @@ pub struct CapstoreSelect {
 
 impl CapstoreSelect {
     fn build(corpus: &Corpus) -> Self {
-        let tools = corpus.tools.clone();
+        let tools = corpus.tools_to_register();
         let store = if corpus.skills {
             store_with_skills(&tools)
         } else {

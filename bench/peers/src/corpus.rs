@@ -18,11 +18,11 @@
 
 use std::path::PathBuf;
 
-use capstore::Tool;
 use capstore::bm25::Tokenizer;
 use capstore::eval::{assign_keys, load_queries, load_tools};
 use capstore::store::TextFields;
 use capstore::tools::{TOOL_TEXT_FIELDS, ToolTextOptions, tool_text};
+use capstore::{InputSchema, Tool};
 
 use crate::synthetic;
 use crate::synthetic_store::{corpus_tools, tool_from};
@@ -61,6 +61,21 @@ impl Corpus {
         format!("d{i:08}")
     }
 
+    /// Copies of the tools for a store to own. A `Tool` clone shares its input schema's text
+    /// with the original, which the corpus keeps outside the memory measurement; these copies
+    /// have their own, so the store is charged for it, as it is for every other field.
+    pub fn tools_to_register(&self) -> Vec<Tool> {
+        self.tools
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                tool.input_schema = InputSchema::from_json(tool.input_schema.as_str())
+                    .expect("a schema's text is JSON");
+                tool
+            })
+            .collect()
+    }
+
     /// Inverse of [`Corpus::key`].
     pub fn parse_key(key: &str) -> u32 {
         key[1..].parse().expect("keys are d + digits")
@@ -75,7 +90,7 @@ fn text_bytes(tools: &[Tool]) -> usize {
                 + t.description.len()
                 + t.source.as_ref().map_or(0, String::len)
                 + t.tags.iter().map(String::len).sum::<usize>()
-                + serde_json::to_string(&t.input_schema).map_or(0, |s| s.len())
+                + t.input_schema.as_str().len()
         })
         .sum()
 }
