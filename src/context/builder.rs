@@ -489,6 +489,10 @@ fn not_found(key: &str, why: Reason) -> Dropped {
 /// Puts last turn's tools first, in last turn's order, then the new ones by rank: the request
 /// prefix stays the same while the topic does.
 fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
+    // The tools come in rank order: with no previous tools that is the order already.
+    if previous.is_empty() {
+        return;
+    }
     let position: HashMap<&str, usize> = previous
         .iter()
         .enumerate()
