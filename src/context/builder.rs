@@ -125,14 +125,7 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
         }
-        // The message is tokenized once when both indexes tokenize alike (the default).
-        let skill_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
-            None
-        } else {
-            Some(weighted_terms(snapshot, &SKILLS, &texts)?)
-        };
-        let skill_query = skill_query.as_deref().unwrap_or(&query);
-        self.add_matched_skills(snapshot, skill_query, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, &texts, &query, &mut candidates, &mut skills)?;
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
             query: &query,
@@ -216,10 +209,13 @@ impl ContextBuilder {
         Ok(())
     }
 
+    /// The skills the turn's `texts` match, with their tools; `tools_query` is the texts'
+    /// query for the tools table.
     fn add_matched_skills<'a>(
         &self,
         snapshot: &'a Snapshot,
-        query: &[(String, f32)],
+        texts: &[(&str, f32)],
+        tools_query: &[(String, f32)],
         candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -227,6 +223,13 @@ impl ContextBuilder {
         if p.max_skills == 0 || snapshot.count(&SKILLS)? == 0 {
             return Ok(());
         }
+        // The message is tokenized once when both indexes tokenize alike (the default).
+        let own_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
+            None
+        } else {
+            Some(weighted_terms(snapshot, &SKILLS, texts)?)
+        };
+        let query = own_query.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
             .search_weighted(query, p.max_skills, |_| true);

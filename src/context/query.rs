@@ -141,21 +141,27 @@ fn mention_words<'m, E>(
     }
     let bytes = message.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
+    let class = |b: u8| ASCII_MENTION_CLASS[usize::from(b)];
+    while let Some(&first) = bytes.get(i) {
         let from = i;
-        let mut seen = 0u8;
+        i += 1;
+        if class(first) & WHITE != 0 {
+            continue;
+        }
+        // A capital first is no sign of an identifier (`What`); after it, it may be.
+        let mut seen = class(first) & !INNER_CAPITAL;
         while let Some(&b) = bytes.get(i) {
-            let class = ASCII_MENTION_CLASS[usize::from(b)];
-            if class & WHITE != 0 {
+            if class(b) & WHITE != 0 {
                 break;
             }
-            seen |= class;
+            seen |= class(b);
             i += 1;
         }
         // A word without any of those bytes holds no `/`, is not in backticks and cannot look
-        // like an identifier (no `_`, `-` or digit, no capital at all): prose, skipped without
-        // a second look. Most words of a message are.
-        if seen & MAY_NAME != 0 {
+        // like an identifier (no `_`, `-` or digit, no capital after its first character, and
+        // punctuation trimmed off the front only moves capitals further in): prose, skipped
+        // without a second look. Most words of a message are.
+        if seen & (MAY_NAME | INNER_CAPITAL) != 0 {
             take(message.get(from..i).unwrap_or_default())?;
         }
         i += 1;
@@ -166,11 +172,14 @@ fn mention_words<'m, E>(
 /// [`ASCII_MENTION_CLASS`] bit: the white space of `char::is_whitespace` (`u8::is_ascii_whitespace`
 /// leaves out the vertical tab).
 const WHITE: u8 = 1;
-/// [`ASCII_MENTION_CLASS`] bit: a byte without which a word cannot name a tool: `/`, a
-/// backtick, `_`, `-`, a digit or a capital.
+/// [`ASCII_MENTION_CLASS`] bit: a byte that may make a word name a tool: `/`, a backtick, `_`,
+/// `-` or a digit.
 const MAY_NAME: u8 = 2;
+/// [`ASCII_MENTION_CLASS`] bit: a capital, which may make a word look like an identifier
+/// when it is not the word's first character.
+const INNER_CAPITAL: u8 = 4;
 
-/// The [`WHITE`] and [`MAY_NAME`] bits of each ASCII byte.
+/// The [`WHITE`], [`MAY_NAME`] and [`INNER_CAPITAL`] bits of each ASCII byte.
 const ASCII_MENTION_CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
@@ -178,8 +187,10 @@ const ASCII_MENTION_CLASS: [u8; 256] = {
         let byte = b as u8;
         table[b] = if byte.is_ascii_whitespace() || byte == 0x0B {
             WHITE
-        } else if matches!(byte, b'/' | b'`' | b'_' | b'-' | b'0'..=b'9' | b'A'..=b'Z') {
+        } else if matches!(byte, b'/' | b'`' | b'_' | b'-' | b'0'..=b'9') {
             MAY_NAME
+        } else if byte.is_ascii_uppercase() {
+            INNER_CAPITAL
         } else {
             0
         };
