@@ -204,9 +204,12 @@ impl<'a> Candidate<'a> {
     /// Its reasons, strongest first.
     pub fn reasons(&self, explainer: &Explainer<'_>) -> Vec<Reason> {
         let key = self.key;
-        let others = self.second.iter().chain(&self.more);
-        let mut reasons =
-            Vec::with_capacity(1 + usize::from(self.second.is_some()) + self.more.len());
+        let Some(second) = self.second else {
+            // One reason: most candidates.
+            return vec![self.first.reason(key, explainer)];
+        };
+        let others = std::iter::once(second).chain(self.more.iter().copied());
+        let mut reasons = Vec::with_capacity(2 + self.more.len());
         reasons.push(self.first.reason(key, explainer));
         reasons.extend(others.map(|why| why.reason(key, explainer)));
         reasons
