@@ -166,6 +166,13 @@ pub(crate) fn ascii_identifier_parts(text: &[u8], mut part: impl FnMut(usize, us
         // Only the `HTTPServer` rule looks two back, and only at a capital: a flag will do.
         let mut prev2_upper = false;
         while let Some(&b) = text.get(i) {
+            if prev == Class::Lower && b.is_ascii_lowercase() {
+                // Lower after lower never cuts, and leaves `prev` lower and `prev2_upper`
+                // false: the bulk of prose, stepped over in a tight loop.
+                i += 1;
+                prev2_upper = false;
+                continue;
+            }
             let class = ascii_class(b);
             let cut = match (prev, class) {
                 (Class::Lower, Class::Lower) | (Class::Digit, Class::Digit) => None,

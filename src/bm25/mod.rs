@@ -133,7 +133,7 @@ pub mod scoring;
 mod scratch;
 mod segment;
 #[cfg(test)]
-mod short_strings;
+pub(crate) mod short_strings;
 pub mod stem;
 pub mod stop_words;
 pub mod tokenizer;

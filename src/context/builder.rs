@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::Tool;
 use crate::bm25::Hit;
 use crate::skills::closure_of;
-use crate::store::{Entry, Snapshot};
+use crate::store::Snapshot;
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
@@ -125,14 +125,7 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
         }
-        // The message is tokenized once when both indexes tokenize alike (the default).
-        let skill_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
-            None
-        } else {
-            Some(weighted_terms(snapshot, &SKILLS, &texts)?)
-        };
-        let skill_query = skill_query.as_deref().unwrap_or(&query);
-        self.add_matched_skills(snapshot, skill_query, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, &texts, &query, &mut candidates, &mut skills)?;
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
             query: &query,
@@ -168,7 +161,7 @@ impl ContextBuilder {
                 .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
         let ordered = candidates.ranked(needed)?;
-        let (mut tools, tokens) = self.fill(&ordered, &explainer, &mut dropped);
+        let (mut tools, tokens) = self.fill(snapshot, &ordered, &explainer, &mut dropped)?;
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -216,10 +209,13 @@ impl ContextBuilder {
         Ok(())
     }
 
+    /// The skills the turn's `texts` match, with their tools; `tools_query` is the texts'
+    /// query for the tools table.
     fn add_matched_skills<'a>(
         &self,
         snapshot: &'a Snapshot,
-        query: &[(String, f32)],
+        texts: &[(&str, f32)],
+        tools_query: &[(String, f32)],
         candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -227,6 +223,13 @@ impl ContextBuilder {
         if p.max_skills == 0 || snapshot.count(&SKILLS)? == 0 {
             return Ok(());
         }
+        // The message is tokenized once when both indexes tokenize alike (the default).
+        let own_query = if snapshot.same_tokenizer(&TOOLS, &SKILLS) {
+            None
+        } else {
+            Some(weighted_terms(snapshot, &SKILLS, texts)?)
+        };
+        let query = own_query.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
             .search_weighted(query, p.max_skills, |_| true);
@@ -356,7 +359,7 @@ impl ContextBuilder {
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    candidates.add_lazy(&hit.key, class::RELEVANT, relative, why);
+                    candidates.add_indexed(&hit.key, class::RELEVANT, relative, why);
                 }
             }
         }
@@ -375,22 +378,30 @@ impl ContextBuilder {
     }
 
     /// Takes candidates in rank order while the limits allow; pinned tools always get in.
-    fn fill(
+    /// A candidate's tool is looked up only when it is sent or its tags are checked.
+    fn fill<'a>(
         &self,
-        ordered: &[(&Candidate<'_>, Entry<'_, Tool>)],
+        snapshot: &'a Snapshot,
+        ordered: &[&Candidate<'a>],
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
-    ) -> (Vec<SelectedTool>, usize) {
+    ) -> Result<(Vec<SelectedTool>, usize), SelectError> {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
+        let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
         let mut selected: Vec<SelectedTool> = Vec::with_capacity(p.max_tools.min(ordered.len()));
         let mut used = 0usize;
         let mut over_limit = 0usize;
-        for &(c, entry) in ordered {
+        for &c in ordered {
             let pinned = c.class == class::PINNED;
             let key = c.key;
+            let mut entry = None;
             if !pinned {
-                if let Some(reason) = self.tag_filter(entry.record) {
+                // Without tag filters, `tag_filter` passes every tool: no look-up for it.
+                if filtering {
+                    entry = c.entry(snapshot)?;
+                }
+                if let Some(reason) = entry.and_then(|e| self.tag_filter(e.record)) {
                     dropped.push(Dropped {
                         key: key.to_string(),
                         reason,
@@ -412,6 +423,10 @@ impl ContextBuilder {
                     continue;
                 }
             }
+            // Always there: `ranked` gives only candidates whose tool is in the snapshot.
+            let Some(entry) = entry.map_or_else(|| c.entry(snapshot), |e| Ok(Some(e)))? else {
+                continue;
+            };
             let tokens = if count_tokens {
                 estimate_tokens(entry.record)
             } else {
@@ -444,7 +459,7 @@ impl ContextBuilder {
                 tokens,
             });
         }
-        (selected, used)
+        Ok((selected, used))
     }
 }
 
@@ -477,6 +492,10 @@ fn not_found(key: &str, why: Reason) -> Dropped {
 /// Puts last turn's tools first, in last turn's order, then the new ones by rank: the request
 /// prefix stays the same while the topic does.
 fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
+    // The tools come in rank order: with no previous tools that is the order already.
+    if previous.is_empty() {
+        return;
+    }
     let position: HashMap<&str, usize> = previous
         .iter()
         .enumerate()

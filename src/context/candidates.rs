@@ -123,9 +123,11 @@ pub(super) struct Candidate<'a> {
     score: f32,
     /// [`RETRIEVAL_TIE_BREAK`] times the tool's own relative BM25 score, if it was retrieved.
     bonus: f32,
-    /// The strongest reason; `more` holds the others, in the order found. Most candidates have
-    /// one reason, and an empty `Vec` costs no allocation.
+    /// The strongest reason; `second` and then `more` hold the others, in the order found.
+    /// Most candidates have one or two reasons (a skill's tool also retrieved): they cost no
+    /// allocation.
     first: Why<'a>,
+    second: Option<Why<'a>>,
     more: Vec<Why<'a>>,
 }
 
@@ -133,6 +135,9 @@ pub(super) struct Candidate<'a> {
 #[derive(Clone, Copy)]
 enum Found<'a> {
     NotLooked,
+    /// In the snapshot (its text index retrieved it), not looked up: only the tools that are
+    /// sent need their records, not the near misses.
+    Indexed,
     Yes(Entry<'a, Tool>),
     No,
 }
@@ -146,6 +151,19 @@ impl<'a> Candidate<'a> {
         }
     }
 
+    fn new(key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) -> Self {
+        Candidate {
+            key,
+            found,
+            class,
+            score,
+            bonus: Candidate::bonus_of(&why, score),
+            first: why,
+            second: None,
+            more: Vec::new(),
+        }
+    }
+
     /// Another way the tool was found: it keeps its best class and all its reasons.
     fn merge(&mut self, class: u8, score: f32, why: Why<'a>) {
         self.bonus = self.bonus.max(Self::bonus_of(&why, score));
@@ -153,7 +171,12 @@ impl<'a> Candidate<'a> {
             self.class = class;
             self.score = score;
             let weaker = std::mem::replace(&mut self.first, why);
-            self.more.insert(0, weaker);
+            // `weaker` goes first among the others.
+            if let Some(next) = self.second.replace(weaker) {
+                self.more.insert(0, next);
+            }
+        } else if self.second.is_none() {
+            self.second = Some(why);
         } else {
             self.more.push(why);
         }
@@ -169,12 +192,26 @@ impl<'a> Candidate<'a> {
         }
     }
 
+    /// Its tool, looked up now if it was not before.
+    pub fn entry(&self, snapshot: &'a Snapshot) -> Result<Option<Entry<'a, Tool>>, StoreError> {
+        match self.found {
+            Found::Yes(entry) => Ok(Some(entry)),
+            Found::No => Ok(None),
+            Found::NotLooked | Found::Indexed => snapshot.entry(&TOOLS, self.key),
+        }
+    }
+
     /// Its reasons, strongest first.
     pub fn reasons(&self, explainer: &Explainer<'_>) -> Vec<Reason> {
         let key = self.key;
-        let mut reasons = Vec::with_capacity(1 + self.more.len());
+        let Some(second) = self.second else {
+            // One reason: most candidates.
+            return vec![self.first.reason(key, explainer)];
+        };
+        let others = std::iter::once(second).chain(self.more.iter().copied());
+        let mut reasons = Vec::with_capacity(2 + self.more.len());
         reasons.push(self.first.reason(key, explainer));
-        reasons.extend(self.more.iter().map(|why| why.reason(key, explainer)));
+        reasons.extend(others.map(|why| why.reason(key, explainer)));
         reasons
     }
 }
@@ -182,19 +219,35 @@ impl<'a> Candidate<'a> {
 /// A candidate's place in the ranking: class, then score (higher first), then key.
 #[derive(Clone, Copy)]
 struct Rank<'a> {
-    class: u8,
-    score: f32,
+    /// Class and score in one integer that orders as they do (see [`Rank::new`]): one compare
+    /// instead of two, the key only on a tie.
+    order: u64,
     key: &'a str,
     at: usize,
 }
 
-impl Rank<'_> {
+impl<'a> Rank<'a> {
+    fn new(class: u8, score: f32, key: &'a str, at: usize) -> Self {
+        // `f32::total_cmp`'s order as an unsigned integer: flip every bit of a negative number,
+        // only the sign bit of a positive one. Inverted so that a higher score sorts first.
+        let bits = score.to_bits();
+        let ascending = if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        };
+        Rank {
+            order: u64::from(class) << 32 | u64::from(!ascending),
+            key,
+            at,
+        }
+    }
+
     /// Keys are unique, so the order is total and an unstable sort or selection is
     /// deterministic.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.class
-            .cmp(&other.class)
-            .then(other.score.total_cmp(&self.score))
+        self.order
+            .cmp(&other.order)
             .then_with(|| self.key.cmp(other.key))
     }
 }
@@ -223,35 +276,41 @@ impl<'a> Candidates<'a> {
 
     /// Adds a tool already looked up.
     pub fn add(&mut self, entry: Entry<'a, Tool>, class: u8, score: f32, why: Why<'a>) {
-        match self.by_key.get(&**entry.key) {
-            Some(&at) => {
-                let c = &mut self.list[at];
-                c.found = Found::Yes(entry);
-                c.merge(class, score, why);
-            }
-            None => self.push(entry.key, Found::Yes(entry), class, score, why),
-        }
+        self.add_found(entry.key, Found::Yes(entry), class, score, why);
     }
 
-    fn push(&mut self, key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) {
-        self.by_key.insert(key, self.list.len());
-        self.list.push(Candidate {
-            key,
-            found,
-            class,
-            score,
-            bonus: Candidate::bonus_of(&why, score),
-            first: why,
-            more: Vec::new(),
-        });
+    /// Adds the tool stored under `key` (found as `found` says), or merges it into its
+    /// candidate: one hash and probe either way.
+    fn add_found(&mut self, key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) {
+        match self.by_key.entry(key) {
+            std::collections::hash_map::Entry::Occupied(at) => {
+                if let Some(c) = self.list.get_mut(*at.get()) {
+                    // What is known of the tool only grows: looked up beats indexed beats
+                    // not looked up.
+                    match (c.found, found) {
+                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed) => c.found = found,
+                        _ => {}
+                    }
+                    c.merge(class, score, why);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(self.list.len());
+                self.list
+                    .push(Candidate::new(key, found, class, score, why));
+            }
+        }
     }
 
     /// Adds the tool stored under `key`, looked up only if it can reach the selection.
     pub fn add_lazy(&mut self, key: &'a str, class: u8, score: f32, why: Why<'a>) {
-        match self.by_key.get(key) {
-            Some(&at) => self.list[at].merge(class, score, why),
-            None => self.push(key, Found::NotLooked, class, score, why),
-        }
+        self.add_found(key, Found::NotLooked, class, score, why);
+    }
+
+    /// Adds a tool the snapshot's text index retrieved: it is in the snapshot, and it is
+    /// looked up only if it is sent.
+    pub fn add_indexed(&mut self, key: &'a str, class: u8, score: f32, why: Why<'a>) {
+        self.add_found(key, Found::Indexed, class, score, why);
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
@@ -269,7 +328,7 @@ impl<'a> Candidates<'a> {
             return Ok(());
         }
         if let Some(entry) = self.snapshot.entry(&TOOLS, key)? {
-            self.push(entry.key, Found::Yes(entry), class, score, why);
+            self.add(entry, class, score, why);
         }
         Ok(())
     }
@@ -283,7 +342,7 @@ impl<'a> Candidates<'a> {
         why: Why<'a>,
     ) -> Result<bool, StoreError> {
         if let Some(&at) = self.by_key.get(key) {
-            if self.look_up(at)?.is_none() {
+            if !self.exists(at)? {
                 return Ok(false);
             }
             self.list[at].merge(class, score, why);
@@ -292,55 +351,44 @@ impl<'a> Candidates<'a> {
         let Some(entry) = self.snapshot.entry(&TOOLS, key)? else {
             return Ok(false);
         };
-        self.push(entry.key, Found::Yes(entry), class, score, why);
+        self.add(entry, class, score, why);
         Ok(true)
     }
 
-    /// The tool of candidate `at`, looked up if it was not yet.
-    fn look_up(&mut self, at: usize) -> Result<Option<Entry<'a, Tool>>, StoreError> {
-        let c = &mut self.list[at];
+    /// Whether the tool of candidate `at` is in the snapshot, looked up if that is not known.
+    fn exists(&mut self, at: usize) -> Result<bool, StoreError> {
+        let Some(c) = self.list.get_mut(at) else {
+            return Ok(false);
+        };
         if let Found::NotLooked = c.found {
             c.found = match self.snapshot.entry(&TOOLS, c.key)? {
                 Some(entry) => Found::Yes(entry),
                 None => Found::No,
             };
         }
-        Ok(match c.found {
-            Found::Yes(entry) => Some(entry),
-            _ => None,
-        })
+        Ok(!matches!(c.found, Found::No))
     }
 
     /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
     pub fn any_matched(&mut self) -> Result<bool, StoreError> {
         for at in 0..self.list.len() {
-            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class)
-                && self.look_up(at)?.is_some()
-            {
+            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at)? {
                 return Ok(true);
             }
         }
         Ok(false)
     }
 
-    /// The candidates whose tool is in the snapshot, in rank order, with their tools. With
-    /// `needed`, only the first `needed` of that order (all that can matter when the policy
-    /// consumes candidates strictly in order): a partial selection, then a sort of those alone,
-    /// and lookups for those alone.
-    pub fn ranked(
-        &mut self,
-        needed: Option<usize>,
-    ) -> Result<Vec<(&Candidate<'a>, Entry<'a, Tool>)>, StoreError> {
+    /// The candidates whose tool is in the snapshot, in rank order. With `needed`, only the
+    /// first `needed` of that order (all that can matter when the policy consumes candidates
+    /// strictly in order): a partial selection, then a sort of those alone, and lookups (of
+    /// those not known to be in the snapshot) for those alone.
+    pub fn ranked(&mut self, needed: Option<usize>) -> Result<Vec<&Candidate<'a>>, StoreError> {
         let mut order: Vec<Rank<'a>> = self
             .list
             .iter()
             .enumerate()
-            .map(|(at, c)| Rank {
-                class: c.class,
-                score: c.rank_score(),
-                key: c.key,
-                at,
-            })
+            .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at))
             .collect();
         let mut cut = false;
         if let Some(needed) = needed {
@@ -352,7 +400,7 @@ impl<'a> Candidates<'a> {
         }
         let mut missing = false;
         for r in &order {
-            missing |= self.look_up(r.at)?.is_none();
+            missing |= !self.exists(r.at)?;
         }
         if missing && cut {
             // Tools gone from the snapshot left the prefix short: rank them all.
@@ -361,13 +409,8 @@ impl<'a> Candidates<'a> {
         order.sort_unstable_by(Rank::cmp);
         Ok(order
             .into_iter()
-            .filter_map(|r| {
-                let c = &self.list[r.at];
-                match c.found {
-                    Found::Yes(entry) => Some((c, entry)),
-                    _ => None,
-                }
-            })
+            .filter_map(|r| self.list.get(r.at))
+            .filter(|c| !matches!(c.found, Found::No))
             .collect())
     }
 
@@ -377,5 +420,67 @@ impl<'a> Candidates<'a> {
             .iter()
             .filter(|c| c.class == class::PINNED)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rank;
+
+    /// The order `Rank` had as three compares: class, then score (higher first, by
+    /// `total_cmp`), then key.
+    fn reference(a: &Rank<'_>, b: &Rank<'_>, scores: &[(u8, f32)]) -> std::cmp::Ordering {
+        let (ca, sa) = scores[a.at];
+        let (cb, sb) = scores[b.at];
+        ca.cmp(&cb)
+            .then(sb.total_cmp(&sa))
+            .then_with(|| a.key.cmp(b.key))
+    }
+
+    #[test]
+    fn packed_rank_orders_as_class_then_score_then_key() {
+        let floats = [
+            f32::NEG_INFINITY,
+            -1.5,
+            -f32::MIN_POSITIVE,
+            -1e-45,
+            -0.0,
+            0.0,
+            1e-45,
+            f32::MIN_POSITIVE,
+            0.45,
+            0.9,
+            1.0,
+            1.1,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        let mut scores = Vec::new();
+        for class in [0u8, 3, 6] {
+            for &f in &floats {
+                scores.push((class, f));
+            }
+        }
+        let keys = ["a", "b"];
+        let ranks: Vec<Rank<'_>> = scores
+            .iter()
+            .enumerate()
+            .flat_map(|(at, &(class, score))| {
+                keys.iter()
+                    .map(move |&key| Rank::new(class, score, key, at))
+            })
+            .collect();
+        for a in &ranks {
+            for b in &ranks {
+                assert_eq!(
+                    a.cmp(b),
+                    reference(a, b, &scores),
+                    "{:?}",
+                    (a.at, a.key, b.at, b.key)
+                );
+            }
+        }
     }
 }

@@ -45,8 +45,17 @@ pub(crate) fn weighted_terms<R: Record>(
         );
     }
     // A stable sort keeps a term's occurrences in the order met, so its weights add up in that
-    // order, as they did into a map.
-    terms.sort_by(|a, b| a.0.cmp(&b.0));
+    // order, as they did into a map. When every text weighs the same (a lone message, the
+    // usual case), equal terms are equal entries and any order sums alike: an unstable sort,
+    // without the stable one's set-up, will do.
+    if texts
+        .windows(2)
+        .all(|w| w[0].1.to_bits() == w[1].1.to_bits())
+    {
+        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    } else {
+        terms.sort_by(|a, b| a.0.cmp(&b.0));
+    }
     terms.dedup_by(|later, kept| {
         let same = later.0 == kept.0;
         if same {
@@ -57,10 +66,147 @@ pub(crate) fn weighted_terms<R: Record>(
     Ok(terms)
 }
 
-/// Characters that end a mention in prose but are never part of a tool name's ends.
-const TRIM: &[char] = &[
-    '"', '\'', '`', '(', ')', '[', ']', '{', '}', '<', '>', ',', '.', ';', ':', '!', '?', '*',
-];
+/// Whether a byte is one of the characters that end a mention in prose but are never part of a
+/// tool name's ends: quotes, brackets and sentence punctuation, all ASCII.
+fn is_trim_byte(b: u8) -> bool {
+    matches!(
+        b,
+        b'"' | b'\''
+            | b'`'
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'<'
+            | b'>'
+            | b','
+            | b'.'
+            | b';'
+            | b':'
+            | b'!'
+            | b'?'
+            | b'*'
+    )
+}
+
+/// `raw` without the [`is_trim_byte`] characters at either end. Over bytes, which is exact for
+/// any text: those characters are ASCII, and the byte at a cut (the first or last one kept) is
+/// never in the middle of a character, since no byte of a multi-byte character is ASCII.
+fn trim_mention(raw: &str) -> &str {
+    let bytes = raw.as_bytes();
+    let start = bytes
+        .iter()
+        .position(|&b| !is_trim_byte(b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|&b| !is_trim_byte(b))
+        .map_or(start, |i| i + 1);
+    raw.get(start..end).unwrap_or_default()
+}
+
+/// How a word of a message may name a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Named {
+    /// A qualified name (`github/search`): looked up by key.
+    Qualified,
+    /// A bare name that looks like an identifier or is in backticks: looked up by tool name.
+    Bare,
+}
+
+/// The word `raw` (a run of non-white-space characters of the message) may name a tool as
+/// returned: trimmed of prose punctuation, then qualified if it holds a `/`, else bare if it is
+/// in backticks or looks like an identifier.
+fn mention_word(raw: &str) -> Option<(&str, Named)> {
+    let quoted = raw.starts_with('`');
+    let word = trim_mention(raw);
+    if word.is_empty() {
+        None
+    } else if word.contains('/') {
+        Some((word, Named::Qualified))
+    } else if quoted || looks_like_identifier(word) {
+        Some((word, Named::Bare))
+    } else {
+        None
+    }
+}
+
+/// Calls `word` with each word of `message` that may name a tool ([`mention_word`]), in
+/// order. Words are split at white space as `str::split_whitespace` does; an ASCII message is
+/// split over its bytes in one pass that also tells which words need a look, which costs a
+/// fraction of decoding characters and trimming every word.
+fn mention_words<'m, E>(
+    message: &'m str,
+    mut word: impl FnMut(&'m str, Named) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut take = |raw: &'m str| match mention_word(raw) {
+        Some((text, named)) => word(text, named),
+        None => Ok(()),
+    };
+    if !message.is_ascii() {
+        return message.split_whitespace().try_for_each(take);
+    }
+    let bytes = message.as_bytes();
+    let mut i = 0;
+    let class = |b: u8| ASCII_MENTION_CLASS[usize::from(b)];
+    while let Some(&first) = bytes.get(i) {
+        let from = i;
+        i += 1;
+        if class(first) & WHITE != 0 {
+            continue;
+        }
+        // A capital first is no sign of an identifier (`What`); after it, it may be.
+        let mut seen = class(first) & !INNER_CAPITAL;
+        while let Some(&b) = bytes.get(i) {
+            if class(b) & WHITE != 0 {
+                break;
+            }
+            seen |= class(b);
+            i += 1;
+        }
+        // A word without any of those bytes holds no `/`, is not in backticks and cannot look
+        // like an identifier (no `_`, `-` or digit, no capital after its first character, and
+        // punctuation trimmed off the front only moves capitals further in): prose, skipped
+        // without a second look. Most words of a message are.
+        if seen & (MAY_NAME | INNER_CAPITAL) != 0 {
+            take(message.get(from..i).unwrap_or_default())?;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// [`ASCII_MENTION_CLASS`] bit: the white space of `char::is_whitespace` (`u8::is_ascii_whitespace`
+/// leaves out the vertical tab).
+const WHITE: u8 = 1;
+/// [`ASCII_MENTION_CLASS`] bit: a byte that may make a word name a tool: `/`, a backtick, `_`,
+/// `-` or a digit.
+const MAY_NAME: u8 = 2;
+/// [`ASCII_MENTION_CLASS`] bit: a capital, which may make a word look like an identifier
+/// when it is not the word's first character.
+const INNER_CAPITAL: u8 = 4;
+
+/// The [`WHITE`], [`MAY_NAME`] and [`INNER_CAPITAL`] bits of each ASCII byte.
+const ASCII_MENTION_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let byte = b as u8;
+        table[b] = if byte.is_ascii_whitespace() || byte == 0x0B {
+            WHITE
+        } else if matches!(byte, b'/' | b'`' | b'_' | b'-' | b'0'..=b'9') {
+            MAY_NAME
+        } else if byte.is_ascii_uppercase() {
+            INNER_CAPITAL
+        } else {
+            0
+        };
+        b += 1;
+    }
+    table
+};
 
 /// A tool named in a message.
 pub(crate) struct Mention<'a> {
@@ -78,33 +224,42 @@ pub(crate) fn exact_mentions<'a>(
     message: &'a str,
 ) -> Result<Vec<Mention<'a>>, StoreError> {
     let mut found = Vec::new();
-    for raw in message.split_whitespace() {
-        let quoted = raw.starts_with('`');
-        let word = raw.trim_matches(TRIM);
-        if word.is_empty() {
-            continue;
-        }
-        if word.contains('/') {
-            if let Some(entry) = snapshot.entry(&TOOLS, word)? {
-                found.push(Mention { text: word, entry });
+    mention_words(message, |word, named| {
+        match named {
+            Named::Qualified => {
+                if let Some(entry) = snapshot.entry(&TOOLS, word)? {
+                    found.push(Mention { text: word, entry });
+                }
             }
-            continue;
-        }
-        if !(quoted || looks_like_identifier(word)) {
-            continue;
-        }
-        for (key, _) in snapshot.by_index(&TOOLS, "name", word)? {
-            if let Some(entry) = snapshot.entry(&TOOLS, key)? {
-                found.push(Mention { text: word, entry });
+            Named::Bare => {
+                for (key, _) in snapshot.by_index(&TOOLS, "name", word)? {
+                    if let Some(entry) = snapshot.entry(&TOOLS, key)? {
+                        found.push(Mention { text: word, entry });
+                    }
+                }
             }
         }
-    }
+        Ok::<_, StoreError>(())
+    })?;
     Ok(found)
 }
 
 fn looks_like_identifier(word: &str) -> bool {
     // One pass: an underscore, a hyphen or a digit anywhere, or an upper-case letter after the
     // first character in a word that has lower-case letters too (`getWeather`, not `URL`).
+    // Over bytes when the word is ASCII: the same tests without decoding characters.
+    if word.is_ascii() {
+        let mut inner_upper = false;
+        let mut lower = false;
+        for (i, &b) in word.as_bytes().iter().enumerate() {
+            if b == b'_' || b == b'-' || b.is_ascii_digit() {
+                return true;
+            }
+            inner_upper |= i > 0 && b.is_ascii_uppercase();
+            lower |= b.is_ascii_lowercase();
+        }
+        return inner_upper && lower;
+    }
     let mut inner_upper = false;
     let mut lower = false;
     for (i, c) in word.char_indices() {
@@ -128,6 +283,135 @@ mod tests {
         }
         for no in ["search", "Search", "URL", "weather", "Ab", "ÉTÉ", ""] {
             assert!(!looks_like_identifier(no), "{no}");
+        }
+    }
+
+    /// The words that may name a tool as the first version found them: `split_whitespace`,
+    /// `trim_matches` over the characters, and the character-wise identifier test. The
+    /// reference the byte-wise passes must match.
+    fn reference_mention_words(message: &str) -> Vec<(&str, Named)> {
+        const TRIM: &[char] = &[
+            '"', '\'', '`', '(', ')', '[', ']', '{', '}', '<', '>', ',', '.', ';', ':', '!', '?',
+            '*',
+        ];
+        fn identifier(word: &str) -> bool {
+            let mut inner_upper = false;
+            let mut lower = false;
+            for (i, c) in word.char_indices() {
+                if c == '_' || c == '-' || c.is_ascii_digit() {
+                    return true;
+                }
+                inner_upper |= i > 0 && c.is_uppercase();
+                lower |= c.is_lowercase();
+            }
+            inner_upper && lower
+        }
+        let mut out = Vec::new();
+        for raw in message.split_whitespace() {
+            let quoted = raw.starts_with('`');
+            let word = raw.trim_matches(TRIM);
+            if word.is_empty() {
+                continue;
+            }
+            if word.contains('/') {
+                out.push((word, Named::Qualified));
+            } else if quoted || identifier(word) {
+                out.push((word, Named::Bare));
+            }
+        }
+        out
+    }
+
+    fn words_of(message: &str) -> Vec<(&str, Named)> {
+        let mut out = Vec::new();
+        mention_words(message, |w, named| {
+            out.push((w, named));
+            Ok::<_, ()>(())
+        })
+        .unwrap_or_default();
+        out
+    }
+
+    #[test]
+    fn mention_words_match_the_reference_on_all_short_strings() {
+        // Every class the rules tell apart: lower, upper, digit, `_`, `-`, `/`, a backtick,
+        // trimmed punctuation, ASCII white space (the vertical tab among it), non-ASCII white
+        // space, non-ASCII letters of either case.
+        let alphabet = [
+            'a', 'B', '7', '_', '-', '/', '`', '.', '(', ' ', '\u{0B}', '\u{A0}', 'é', 'É',
+        ];
+        for len in 0..=5 {
+            crate::bm25::short_strings::for_each_string(&alphabet, len, |text| {
+                assert_eq!(words_of(text), reference_mention_words(text), "{text:?}");
+            });
+        }
+    }
+
+    #[test]
+    fn every_ascii_byte_splits_and_trims_as_the_reference_does() {
+        for b in 0u8..128 {
+            let c = char::from(b);
+            for text in [
+                format!("a{c}b"),
+                format!("{c}x_y{c}"),
+                format!("`{c}getX{c}"),
+                format!("{c}"),
+            ] {
+                assert_eq!(words_of(&text), reference_mention_words(&text), "{text:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+        #[test]
+        fn mention_words_match_the_reference(
+            text in "([a-zA-Z0-9_/`.,;:!?*()<>{}\\[\\]\"' \t\n\r\u{0B}\u{0C}-]|get_weather|github/search\
+                     |getWeather|URL|v2-fetch|\u{A0}|\u{85}|\u{2003}|é|É|ß){0,24}"
+        ) {
+            proptest::prop_assert_eq!(words_of(&text), reference_mention_words(&text));
+        }
+    }
+
+    #[test]
+    fn weighted_terms_sum_as_a_stable_sort_does() {
+        // The first version: a stable sort always, then weights summed in the order met.
+        fn reference(snapshot: &Snapshot, texts: &[(&str, f32)]) -> Vec<(String, f32)> {
+            let mut terms: Vec<(String, f32)> = Vec::new();
+            for (text, weight) in texts {
+                let tokens = snapshot.tokenize(&TOOLS, text).unwrap_or_default();
+                terms.extend(tokens.into_iter().map(|t| (t, *weight)));
+            }
+            terms.sort_by(|a, b| a.0.cmp(&b.0));
+            terms.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 += later.1;
+                }
+                same
+            });
+            terms
+        }
+        let snapshot = crate::Store::new().snapshot();
+        let message = "zeta file read_file File alpha zeta readFile files zeta beta alpha";
+        let cases: [&[(&str, f32)]; 4] = [
+            &[(message, 1.0)],
+            &[(message, 1.0), ("file zeta beta", 0.3), ("zeta file", 0.09)],
+            &[
+                (message, 0.1),
+                ("zeta alpha", 0.1),
+                ("zeta", 0.1),
+                ("zeta", 0.1),
+            ],
+            &[("zeta zeta", 1e-8), ("zeta", 1.0), ("zeta", 1e-8)],
+        ];
+        for texts in cases {
+            let got = weighted_terms(&snapshot, &TOOLS, texts).unwrap_or_default();
+            let want = reference(&snapshot, texts);
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!((&g.0, g.1.to_bits()), (&w.0, w.1.to_bits()), "{texts:?}");
+            }
         }
     }
 
