@@ -69,9 +69,7 @@ impl Builder {
         seg.text.reserve(bytes);
         seg.term_ends.reserve(terms);
         seg.hashes.reserve(terms);
-        let hashes = &seg.hashes;
-        seg.table
-            .reserve(terms, |id| hashes.get(id as usize).copied().unwrap_or(0));
+        seg.table.reserve(terms);
     }
 
     pub(crate) fn n_terms(&self) -> usize {
@@ -88,9 +86,7 @@ impl Builder {
         seg.text.push_str(term);
         seg.term_ends.push(offset(seg.text.len()));
         seg.hashes.push(hash);
-        let hashes = &seg.hashes;
-        seg.table
-            .insert(hash, id, |id| hashes.get(id as usize).copied().unwrap_or(0));
+        seg.table.insert(hash, id);
         id
     }
 
@@ -183,9 +179,7 @@ impl Builder {
         seg.text.shrink_to_fit();
         seg.term_ends.shrink_to_fit();
         seg.hashes.shrink_to_fit();
-        let hashes = &seg.hashes;
-        seg.table
-            .shrink(|id| hashes.get(id as usize).copied().unwrap_or(0));
+        seg.table.shrink();
         let n_terms = seg.term_ends.len();
         seg.doc_terms = TermIds::new(self.doc_terms, n_terms);
         if self.neg_df.iter().any(|&n| n > 0) {

@@ -82,24 +82,34 @@ impl<'b> TopK<'b> {
         let better =
             |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
         let item = (score, slot);
-        let full = self.items.len() >= self.k;
-        if full && !self.items.last().is_some_and(|last| better(&item, last)) {
+        let k = self.k;
+        if self.items.len() + 1 < k {
+            // Filling up: no threshold yet, so order does not matter until the k-th arrives.
+            self.items.push(item);
             return;
         }
-        // The candidate's place is the number of items better than it (they are sorted, so
-        // a binary search finds it, without data-dependent branches in the standard one; and
-        // items of the same score, whose order the keys decide, follow). Kept sorted from
-        // the first candidate on, rather than sorted once the k-th arrives: that sort cost as
-        // much as all the later insertions of a small query. Counting the better items one by
-        // one cost twice as many instructions as the search.
-        let mut at = self.items.partition_point(|x| x.0 > score);
-        if self.items.get(at).is_some_and(|x| x.0 == score) {
-            at = self.items.iter().filter(|x| better(x, &item)).count();
-        }
-        if full {
+        if self.items.len() + 1 == k {
+            self.items.push(item);
+            self.items.sort_unstable_by(|a, b| rank(a, b, key));
+        } else {
+            let items = &mut self.items[..];
+            if !items.last().is_some_and(|last| better(&item, last)) {
+                return;
+            }
+            // The candidate's place is the number of items better than it (they are sorted):
+            // counted without a data-dependent branch, then the worse ones move down one place.
+            // Cheaper than moving items one compare at a time, whose loop exit the CPU
+            // mispredicts on every candidate.
+            let (mut at, mut tie) = (0usize, false);
+            for x in items.iter() {
+                at += usize::from(x.0 > score);
+                tie |= x.0 == score;
+            }
+            if tie {
+                at = items.iter().filter(|x| better(x, &item)).count();
+            }
             // The last item drops out: a shift by one (`rotate_right` called a generic
             // routine costing more than the rest of the push).
-            let items = &mut self.items[..];
             let end = items.len().saturating_sub(1);
             if at < end {
                 items.copy_within(at..end, at + 1);
@@ -107,13 +117,9 @@ impl<'b> TopK<'b> {
             if let Some(slot) = items.get_mut(at) {
                 *slot = item;
             }
-        } else {
-            self.items.insert(at.min(self.items.len()), item);
         }
-        if self.items.len() >= self.k {
-            if let Some(last) = self.items.last() {
-                self.threshold = last.0;
-            }
+        if let Some(last) = self.items.last() {
+            self.threshold = last.0;
         }
     }
 
@@ -137,8 +143,8 @@ impl<'b> TopK<'b> {
     /// The best k, best first, with their keys (`key` gives a slot's key).
     pub(crate) fn into_hits<'k>(mut self, key: &impl Fn(u32) -> Option<&'k Arc<str>>) -> Vec<Hit> {
         self.prune(key);
-        // Small k keeps its items sorted.
-        if self.k > SORTED_UP_TO {
+        // Small k keeps its items sorted once there are k of them.
+        if self.k > SORTED_UP_TO || self.items.len() < self.k {
             self.items.sort_unstable_by(|a, b| rank(a, b, key));
         }
         let mut hits = Vec::with_capacity(self.items.len());
