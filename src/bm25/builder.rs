@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::postings::Posting;
 use super::segment::{NO_TERM, Segment};
+use super::term_ids::TermIds;
 
 pub(crate) struct Builder {
     seg: Segment,
@@ -13,6 +14,8 @@ pub(crate) struct Builder {
     neg_df: Vec<i64>,
     /// Postings added one by one, with their term id.
     loose: Vec<(u32, Posting)>,
+    /// The documents' term ids, narrowed into the segment at the end.
+    doc_terms: Vec<u32>,
 }
 
 impl Builder {
@@ -28,6 +31,7 @@ impl Builder {
             seg,
             neg_df: Vec::new(),
             loose: Vec::new(),
+            doc_terms: Vec::new(),
         }
     }
 
@@ -44,8 +48,7 @@ impl Builder {
         b.seg.text = base.text.clone();
         b.seg.term_ends = base.term_ends.clone();
         b.seg.hashes = base.hashes.clone();
-        b.seg.dict = base.dict.clone();
-        b.seg.next = base.next.clone();
+        b.seg.table = base.table.clone();
         b.reserve(docs, postings);
         b
     }
@@ -56,7 +59,7 @@ impl Builder {
         seg.keys.reserve(docs);
         seg.lens.reserve(docs);
         seg.doc_starts.reserve(docs);
-        seg.doc_terms.reserve(postings);
+        self.doc_terms.reserve(postings);
     }
 
     /// Room for `terms` more terms of `bytes` bytes of text, so that a segment is built without
@@ -66,7 +69,7 @@ impl Builder {
         seg.text.reserve(bytes);
         seg.term_ends.reserve(terms);
         seg.hashes.reserve(terms);
-        seg.dict.reserve(terms);
+        seg.table.reserve(terms);
     }
 
     pub(crate) fn n_terms(&self) -> usize {
@@ -81,17 +84,9 @@ impl Builder {
         }
         let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
         seg.text.push_str(term);
-        seg.term_ends.push(seg.text.len());
+        seg.term_ends.push(offset(seg.text.len()));
         seg.hashes.push(hash);
-        if let Some(previous) = seg.dict.insert(hash, id) {
-            // A different term with the same hash: chain it.
-            seg.next.resize(seg.term_ends.len(), NO_TERM);
-            if let Some(link) = seg.next.get_mut(id as usize) {
-                *link = previous;
-            }
-        } else if !seg.next.is_empty() {
-            seg.next.push(NO_TERM);
-        }
+        seg.table.insert(hash, id);
         id
     }
 
@@ -104,8 +99,8 @@ impl Builder {
         ids: impl IntoIterator<Item = u32>,
     ) {
         let seg = &mut self.seg;
-        seg.doc_terms.extend(ids);
-        seg.doc_starts.push(seg.doc_terms.len());
+        self.doc_terms.extend(ids);
+        seg.doc_starts.push(offset(self.doc_terms.len()));
         seg.slots.push(slot);
         seg.keys.push(key);
         seg.lens.push(len);
@@ -146,7 +141,7 @@ impl Builder {
     /// term's postings keep the order they were added in, which is by slot).
     pub(crate) fn finish(self) -> Segment {
         let n_terms = self.n_terms();
-        let mut starts = vec![0usize; n_terms + 1];
+        let mut starts = vec![0u32; n_terms + 1];
         for &(id, _) in &self.loose {
             if let Some(count) = starts.get_mut(id as usize + 1) {
                 *count += 1;
@@ -164,7 +159,7 @@ impl Builder {
         let mut postings = vec![empty; self.loose.len()];
         for &(id, posting) in &self.loose {
             if let Some(at) = cursor.get_mut(id as usize) {
-                if let Some(p) = postings.get_mut(*at) {
+                if let Some(p) = postings.get_mut(*at as usize) {
                     *p = posting;
                 }
                 *at += 1;
@@ -175,11 +170,18 @@ impl Builder {
 
     /// The segment, with postings already laid out by term: `postings[starts[t]..starts[t + 1]]`
     /// are term `t`'s.
-    pub(crate) fn finish_with(mut self, starts: Vec<usize>, postings: Vec<Posting>) -> Segment {
+    pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Vec<Posting>) -> Segment {
         let seg = &mut self.seg;
         seg.term_starts = starts;
         seg.postings = postings;
+        // A merge reserves for every input's terms, most of which it meets again: give back
+        // what the dictionary did not use.
+        seg.text.shrink_to_fit();
+        seg.term_ends.shrink_to_fit();
+        seg.hashes.shrink_to_fit();
+        seg.table.shrink();
         let n_terms = seg.term_ends.len();
+        seg.doc_terms = TermIds::new(self.doc_terms, n_terms);
         if self.neg_df.iter().any(|&n| n > 0) {
             self.neg_df.resize(n_terms, 0);
             seg.neg_df = self
@@ -200,4 +202,9 @@ impl Builder {
         }
         self.seg
     }
+}
+
+/// `n` as a `u32` segment offset (see [`Segment`]: offsets stay far below `u32::MAX`).
+pub(crate) fn offset(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }

@@ -1,5 +1,5 @@
 //! Hashing terms once: every segment's dictionary is keyed by a term's 64-bit hash, so a query
-//! hashes each term once and probes each segment with an integer, and a merge re-keys terms
+//! hashes each term once and probes each segment with it, and a merge re-keys terms
 //! without re-hashing their text. Equal hashes of different terms are handled (see
 //! [`crate::bm25::segment::Segment::lookup`]), so the hash only needs to be fast and well mixed.
 
@@ -58,29 +58,6 @@ fn mix(a: u64, b: u64) -> u64 {
     let r = u128::from(a) * u128::from(b);
     (r as u64) ^ ((r >> 64) as u64)
 }
-
-/// A `Hasher` for keys that already are well-mixed 64-bit hashes.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used; anything else is folded in rather than rejected.
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-pub(crate) type IdentityState = BuildHasherDefault<IdentityHasher>;
 
 /// A `Hasher` for string keys (a selection's candidates, by tool key): the term hash above,
 /// where the standard SipHash was a tenth of a selection. Keys are the application's own tool

@@ -257,8 +257,7 @@ impl Bm25Index {
             let terms = seg.doc_terms(doc);
             b.reserve_terms(terms.len(), terms.len() * 8);
             let ids: Vec<u32> = terms
-                .iter()
-                .map(|&id| b.intern(seg.term(id), seg.hash(id)))
+                .map(|id| b.intern(seg.term(id), seg.hash(id)))
                 .collect();
             b.negative(slot, len, ids);
         }

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::builder::Builder;
+use super::builder::{Builder, offset};
 use super::postings::Posting;
 use super::segment::{NO_TERM, Segment};
 use super::tombstones::Tombstones;
@@ -71,7 +71,7 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
             if !purged.is_empty() {
                 purged_df = vec![0u32; seg.n_terms()];
                 for &doc in &purged {
-                    for &id in seg.doc_terms(doc) {
+                    for id in seg.doc_terms(doc) {
                         if let Some(n) = purged_df.get_mut(id as usize) {
                             *n += 1;
                         }
@@ -138,12 +138,12 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
 
     // Postings: count, then copy list by list.
     let n_terms = b.n_terms();
-    let mut starts = vec![0usize; n_terms + 1];
+    let mut starts = vec![0u32; n_terms + 1];
     for input in &inputs {
         for id in 0..input.seg.n_terms() {
             let id = u32::try_from(id).unwrap_or(NO_TERM);
             if let Some(n) = starts.get_mut(input.new_id(id) as usize + 1) {
-                *n += input.seg.postings(id).len() - input.purged_df(id) as usize;
+                *n += offset(input.seg.postings(id).len()) - input.purged_df(id);
             }
         }
     }
@@ -156,7 +156,7 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         tf: 0.0,
         dl: 0.0,
     };
-    let mut out = vec![empty; starts.last().copied().unwrap_or(0)];
+    let mut out = vec![empty; starts.last().map_or(0, |&n| n as usize)];
     for input in &inputs {
         for id in 0..input.seg.n_terms() {
             let id = u32::try_from(id).unwrap_or(NO_TERM);
@@ -165,13 +165,14 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
             };
             let list = input.seg.postings(id);
             if input.purged_df(id) == 0 {
-                if let Some(dst) = out.get_mut(*at..*at + list.len()) {
+                let from = *at as usize;
+                if let Some(dst) = out.get_mut(from..from + list.len()) {
                     dst.copy_from_slice(list);
                 }
-                *at += list.len();
+                *at += offset(list.len());
             } else {
                 for p in list.iter().filter(|p| !is_purged(p.slot)) {
-                    if let Some(dst) = out.get_mut(*at) {
+                    if let Some(dst) = out.get_mut(*at as usize) {
                         *dst = *p;
                     }
                     *at += 1;
@@ -191,7 +192,7 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
             let (Some(key), Some(len)) = (seg.key(doc), seg.doc_len(doc)) else {
                 continue;
             };
-            let ids = seg.doc_terms(doc).iter().map(|&id| input.new_id(id));
+            let ids = seg.doc_terms(doc).map(|id| input.new_id(id));
             b.push_doc(slot, Arc::clone(key), len, ids);
         }
         for id in 0..seg.n_terms() {

@@ -118,6 +118,34 @@ pub struct TermScorer {
     query_weight: f32,
 }
 
+/// The length norm's two constants, `k1 · (1 - b)` and `k1 · b / avgdl`, as `f32`: they depend on
+/// the corpus only, so a query computes them once for all its terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LengthNorm {
+    base: f32,
+    per_len: f32,
+    avgdl: f32,
+}
+
+impl LengthNorm {
+    /// An `avgdl` that is zero, negative or NaN (an empty corpus) makes the norm `k1`.
+    pub(crate) fn new(params: Bm25Params, avgdl: f32) -> Self {
+        let k1 = f64::from(params.k1);
+        let b = f64::from(params.b);
+        let per_len = if avgdl > 0.0 {
+            k1 * b / f64::from(avgdl)
+        } else {
+            0.0
+        };
+        let base = if avgdl > 0.0 { k1 * (1.0 - b) } else { k1 };
+        Self {
+            base: saturating_f32(base),
+            per_len: saturating_f32(per_len),
+            avgdl,
+        }
+    }
+}
+
 impl TermScorer {
     /// The scorer for a term found in `doc_freq` of `n_docs` documents whose mean length is
     /// `avgdl`, occurring `query_count` times in the query.
@@ -160,25 +188,42 @@ impl TermScorer {
         query_count: u32,
         query_weight: f64,
     ) -> Self {
+        let norm = LengthNorm::new(params, avgdl);
         let idf = idf(doc_freq, n_docs);
+        Self::with_idf(
+            params,
+            norm,
+            idf,
+            doc_freq,
+            n_docs,
+            query_count,
+            query_weight,
+        )
+    }
+
+    /// [`Self::weighted`] given what it computes from the corpus alone: the length norm (the
+    /// same for every term of a query) and `idf(doc_freq, n_docs)` (which a query may have
+    /// memoised). The same arithmetic, so the same bits.
+    pub(crate) fn with_idf(
+        params: Bm25Params,
+        norm: LengthNorm,
+        idf: f32,
+        doc_freq: u64,
+        n_docs: u64,
+        query_count: u32,
+        query_weight: f64,
+    ) -> Self {
         let k1 = f64::from(params.k1);
-        let b = f64::from(params.b);
         let weight = query_weight * f64::from(idf) * (k1 + 1.0);
-        let norm_per_len = if avgdl > 0.0 {
-            k1 * b / f64::from(avgdl)
-        } else {
-            0.0
-        };
-        let norm_base = if avgdl > 0.0 { k1 * (1.0 - b) } else { k1 };
         Self {
             weight: saturating_f32(weight),
-            norm_base: saturating_f32(norm_base),
-            norm_per_len: saturating_f32(norm_per_len),
+            norm_base: norm.base,
+            norm_per_len: norm.per_len,
             params,
             idf,
             doc_freq,
             n_docs,
-            avgdl,
+            avgdl: norm.avgdl,
             query_count,
             query_weight: saturating_f32(query_weight),
         }
