@@ -713,6 +713,24 @@ impl Bm25Index {
         }
     }
 
+    /// How many segments the index holds: each write adds one and merges fold them together
+    /// (see the module docs); a query probes each segment's dictionary once per term.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut index = Bm25Index::new(IndexConfig::default())?;
+    /// index.insert("a", &Document::new().with_field("f", vec!["x".into()]));
+    /// index.insert("b", &Document::new().with_field("f", vec!["y".into()]));
+    /// assert_eq!(index.segment_count(), 2);
+    /// index.compact();
+    /// assert_eq!(index.segment_count(), 1);
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
     /// Merges all segments into one (which drops every removed document, since every removal
     /// record meets its document) and gives the live documents slots `0..len`.
     fn renumber(&mut self) {

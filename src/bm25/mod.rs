@@ -110,8 +110,9 @@
 //! gap to flat is about 2 µs. A query makes one allocation (its result), like flat; it made five
 //! before the prepared terms and the top-k buffer moved into the per-thread scratch, and the
 //! top-k took 18% of a query (7% now) before it stopped moving candidates up by swaps.
-//! [`Bm25Index::compact`], which a caller can run after a bulk load, leaves one segment and one
-//! probe per term.
+//! [`Bm25Index::compact`] leaves one segment and one probe per term; the store runs it through
+//! [`Bm25Index::settle_bulk_load`] when a transaction at least doubled a table of at most
+//! [`BULK_COMPACT_MAX_DOCS`] documents (`bulk.rs` says why only there).
 //!
 //! Memory (live heap after single inserts, counting allocator; the peers harness's B/doc):
 //! 1,940 B a document at N = 100, 985 at 10,000, 616 on ToolBench, down from 2,815, 1,364 and
@@ -129,6 +130,7 @@
 mod analyze;
 mod ascii_words;
 mod builder;
+mod bulk;
 pub mod config;
 pub mod document;
 pub mod error;
@@ -152,6 +154,7 @@ pub mod tokenizer;
 mod tombstones;
 mod topk;
 
+pub use bulk::BULK_COMPACT_MAX_DOCS;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;

@@ -127,6 +127,14 @@ impl TableState {
         old
     }
 
+    /// After a transaction, lets this table's text index merge into one segment if the
+    /// transaction was a bulk load of a small table (see [`Bm25Index::settle_bulk_load`]).
+    pub fn settle_bulk_load(&mut self, base: &TableState) {
+        if let (Some(text), Some(before)) = (&mut self.text, &base.text) {
+            text.settle_bulk_load(before.len());
+        }
+    }
+
     /// Removes the record under `key`; returns it, or `None` when there was none.
     pub fn remove(&mut self, def: &TableDef, key: &str) -> Option<Row> {
         let (stored_key, old) = self.rows.remove_with_key(key)?;

@@ -227,6 +227,11 @@ impl WriteTxn {
             };
         }
         working.version += 1;
+        // The writer lock is held, so the published snapshot is this transaction's base.
+        let base = store.current.load();
+        for (table, before) in working.tables.iter_mut().zip(&base.tables) {
+            table.settle_bulk_load(before);
+        }
         let changes = Arc::new(changes);
         let schema = Arc::clone(&working.schema);
         let version = working.version;

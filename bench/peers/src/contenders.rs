@@ -106,7 +106,9 @@ impl Kind {
 
 // ---------------------------------------------------------------------------------------------
 
-/// capstore's index, built by single inserts (as the store builds it), one field `text`.
+/// capstore's index, built as the store builds it when one transaction loads a catalog: single
+/// inserts, then `settle_bulk_load` (one segment up to `BULK_COMPACT_MAX_DOCS` documents, the
+/// logarithmic method's segments beyond); one field `text`.
 pub struct CapstoreBm25 {
     index: Bm25Index,
 }
@@ -120,6 +122,7 @@ impl CapstoreBm25 {
                 &Document::new().with_field("text", doc.clone()),
             );
         }
+        index.settle_bulk_load(0);
         Self { index }
     }
 }
