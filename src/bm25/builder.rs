@@ -47,7 +47,6 @@ impl Builder {
         let mut b = Self::new(lo, hi);
         b.seg.text = base.text.clone();
         b.seg.term_ends = base.term_ends.clone();
-        b.seg.hashes = base.hashes.clone();
         b.seg.table = base.table.clone();
         b.reserve(docs, postings);
         b
@@ -68,7 +67,6 @@ impl Builder {
         let seg = &mut self.seg;
         seg.text.reserve(bytes);
         seg.term_ends.reserve(terms);
-        seg.hashes.reserve(terms);
         seg.table.reserve(terms);
     }
 
@@ -85,7 +83,6 @@ impl Builder {
         let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
         seg.text.push_str(term);
         seg.term_ends.push(offset(seg.text.len()));
-        seg.hashes.push(hash);
         seg.table.insert(hash, id);
         id
     }
@@ -178,7 +175,6 @@ impl Builder {
         // what the dictionary did not use.
         seg.text.shrink_to_fit();
         seg.term_ends.shrink_to_fit();
-        seg.hashes.shrink_to_fit();
         seg.table.shrink();
         let n_terms = seg.term_ends.len();
         seg.doc_terms = TermIds::new(self.doc_terms, n_terms);

@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use super::hash::term_hash;
 use super::postings::Posting;
 use super::term_ids::{Ids, TermIds};
 use super::term_table::TermTable;
@@ -33,7 +34,6 @@ pub(crate) struct Segment {
     /// document terms stay far below 4 G entries (4 G postings would take 48 GB).
     pub(super) text: String,
     pub(super) term_ends: Vec<u32>,
-    pub(super) hashes: Vec<u64>,
     /// Hash → term id.
     pub(super) table: TermTable,
     /// `postings[term_starts[t]..term_starts[t + 1]]` are term `t`'s, by ascending slot.
@@ -92,9 +92,12 @@ impl Segment {
         from..self.term_ends.get(id).map_or(from, |&e| e as usize)
     }
 
+    /// Term `id`'s [`term_hash`], computed again rather than stored: merges and removals, the
+    /// only callers, hash each term they copy once, and keeping 8 bytes a term was a tenth of
+    /// a small index's memory.
     #[inline]
     pub(crate) fn hash(&self, id: u32) -> u64 {
-        self.hashes.get(id as usize).copied().unwrap_or(0)
+        term_hash(self.term(id))
     }
 
     /// Term `id`'s postings: every document of this segment that contains it, removed or not.
