@@ -6,14 +6,14 @@
 //! [`SelectedTool`](super::SelectedTool)s and [`Dropped`](super::Dropped) entries, with their
 //! [`Reason`]s, and only then.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
 
 use crate::Tool;
-use crate::bm25::hash::StrState;
 use crate::bm25::{Bm25Index, Explanation};
 use crate::store::{Entry, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
+use super::key_table::{KeyTable, Probe};
 use super::selection::Reason;
 
 /// Candidates are ranked first by class (a pinned tool before a named one before a retrieved
@@ -259,7 +259,24 @@ pub(super) struct Candidates<'a> {
     snapshot: &'a Snapshot,
     list: Vec<Candidate<'a>>,
     /// Position in `list` by key.
-    by_key: HashMap<&'a str, usize, StrState>,
+    by_key: KeyTable,
+}
+
+thread_local! {
+    /// The memory of the last selection's candidates on this thread, empty: a selection
+    /// gathers a hundred or more candidates of a few hundred bytes, and allocating that afresh
+    /// each turn cost as much as ranking them.
+    static SPARE: RefCell<(Vec<Candidate<'static>>, KeyTable)> = RefCell::default();
+}
+
+/// `list`, emptied, as a list of candidates with another lifetime, in the same memory
+/// (collecting a vector's own items into a vector of a type of the same layout reuses its
+/// allocation).
+// `filter`, as clippy would have it, cannot change the item type.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
+    list.clear();
+    list.into_iter().filter_map(|_| None).collect()
 }
 
 impl<'a> Candidates<'a> {
@@ -267,11 +284,23 @@ impl<'a> Candidates<'a> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
+        let (list, mut by_key) = SPARE
+            .try_with(|spare| std::mem::take(&mut *spare.borrow_mut()))
+            .unwrap_or_default();
+        let mut list = relabel(list);
+        list.reserve(EXPECTED);
+        by_key.reset(EXPECTED);
         Candidates {
             snapshot,
-            list: Vec::with_capacity(EXPECTED),
-            by_key: HashMap::with_capacity_and_hasher(EXPECTED, StrState::default()),
+            list,
+            by_key,
         }
+    }
+
+    /// Position of `key`'s candidate, or where to record it.
+    fn probe(&self, key: &str) -> Probe {
+        self.by_key
+            .probe(key, |at| self.list.get(at).map(|c| c.key))
     }
 
     /// Adds a tool already looked up.
@@ -282,9 +311,9 @@ impl<'a> Candidates<'a> {
     /// Adds the tool stored under `key` (found as `found` says), or merges it into its
     /// candidate: one hash and probe either way.
     fn add_found(&mut self, key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) {
-        match self.by_key.entry(key) {
-            std::collections::hash_map::Entry::Occupied(at) => {
-                if let Some(c) = self.list.get_mut(*at.get()) {
+        match self.probe(key) {
+            Probe::Found(at) => {
+                if let Some(c) = self.list.get_mut(at) {
                     // What is known of the tool only grows: looked up beats indexed beats
                     // not looked up.
                     match (c.found, found) {
@@ -294,8 +323,8 @@ impl<'a> Candidates<'a> {
                     c.merge(class, score, why);
                 }
             }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(self.list.len());
+            vacant => {
+                self.by_key.insert(vacant, self.list.len());
                 self.list
                     .push(Candidate::new(key, found, class, score, why));
             }
@@ -323,8 +352,10 @@ impl<'a> Candidates<'a> {
     ) -> Result<(), StoreError> {
         // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
         // lookup yet: a candidate whose tool is gone counts for nothing, whatever it merged.
-        if let Some(&at) = self.by_key.get(key) {
-            self.list[at].merge(class, score, why);
+        if let Probe::Found(at) = self.probe(key) {
+            if let Some(c) = self.list.get_mut(at) {
+                c.merge(class, score, why);
+            }
             return Ok(());
         }
         if let Some(entry) = self.snapshot.entry(&TOOLS, key)? {
@@ -341,11 +372,13 @@ impl<'a> Candidates<'a> {
         score: f32,
         why: Why<'a>,
     ) -> Result<bool, StoreError> {
-        if let Some(&at) = self.by_key.get(key) {
+        if let Probe::Found(at) = self.probe(key) {
             if !self.exists(at)? {
                 return Ok(false);
             }
-            self.list[at].merge(class, score, why);
+            if let Some(c) = self.list.get_mut(at) {
+                c.merge(class, score, why);
+            }
             return Ok(true);
         }
         let Some(entry) = self.snapshot.entry(&TOOLS, key)? else {
@@ -420,6 +453,20 @@ impl<'a> Candidates<'a> {
             .iter()
             .filter(|c| c.class == class::PINNED)
             .count()
+    }
+}
+
+impl Drop for Candidates<'_> {
+    /// Leaves the memory for the next selection on this thread.
+    fn drop(&mut self) {
+        let list = relabel(std::mem::take(&mut self.list));
+        let by_key = std::mem::take(&mut self.by_key);
+        // During thread teardown the spare is gone: the memory is simply freed.
+        let _ = SPARE.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut() {
+                *spare = (list, by_key);
+            }
+        });
     }
 }
 

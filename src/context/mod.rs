@@ -41,6 +41,7 @@ mod builder;
 mod candidates;
 mod discovery;
 mod error;
+mod key_table;
 mod policy;
 mod query;
 mod selection;
