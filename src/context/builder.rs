@@ -16,7 +16,9 @@ use super::candidates::{Candidate, Candidates, Explainer, Why, class};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
-use super::selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
+use super::selection::{
+    DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+};
 use super::turn::Turn;
 
 /// Chooses, for each turn, the tool definitions to send to the model.
@@ -188,20 +190,25 @@ impl ContextBuilder {
                 dropped.push(not_found(
                     pinned,
                     Reason::PinnedSkill {
-                        skill: pinned.clone(),
+                        skill: Arc::from(pinned.as_str()),
                     },
                 ));
                 continue;
             }
-            for (name, skill) in closure_of(snapshot, pinned)? {
-                let how = if name == pinned.as_str() {
+            let closure = closure_of(snapshot, pinned)?;
+            // The root comes last; its stored name is shared by the reasons.
+            let Some(&(root, _)) = closure.last() else {
+                continue;
+            };
+            for (name, skill) in closure {
+                let how = if **name == **pinned {
                     "pinned"
                 } else {
                     "dependency"
                 };
                 push_skill(skills, name, 0.0, how);
                 for key in &skill.tools {
-                    let why = Why::PinnedSkill { skill: pinned };
+                    let why = Why::PinnedSkill { skill: root };
                     candidates.add_lazy(key, class::PINNED, 0.0, why);
                 }
             }
@@ -248,7 +255,7 @@ impl ContextBuilder {
                 continue;
             };
             for (name, skill) in closure {
-                let (why, tool_score) = if name == root {
+                let (why, tool_score) = if Arc::ptr_eq(name, root) {
                     let why = Why::Skill {
                         skill: name,
                         score: hit.score,
@@ -314,12 +321,12 @@ impl ContextBuilder {
         let filtered = filtered
             .into_iter()
             .map(|(key, reason, score)| Dropped {
-                key,
+                key: Arc::from(key),
                 reason,
-                candidate: vec![Reason::Retrieved {
+                candidate: Reasons::one(Reason::Retrieved {
                     score,
                     explanation: None,
-                }],
+                }),
             })
             .collect();
         Ok((hits, filtered))
@@ -352,9 +359,9 @@ impl ContextBuilder {
             };
             match drop {
                 Some(reason_dropped) => dropped.push(Dropped {
-                    key: hit.key.to_string(),
+                    key: Arc::clone(&hit.key),
                     reason: reason_dropped,
-                    candidate: vec![explainer.retrieved(&hit.key, hit.score)],
+                    candidate: Reasons::one(explainer.retrieved(&hit.key, hit.score)),
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
@@ -394,7 +401,6 @@ impl ContextBuilder {
         let mut over_limit = 0usize;
         for &c in ordered {
             let pinned = c.class == class::PINNED;
-            let key = c.key;
             let mut entry = None;
             if !pinned {
                 // Without tag filters, `tag_filter` passes every tool: no look-up for it.
@@ -403,7 +409,7 @@ impl ContextBuilder {
                 }
                 if let Some(reason) = entry.and_then(|e| self.tag_filter(e.record)) {
                     dropped.push(Dropped {
-                        key: key.to_string(),
+                        key: c.shared_key(),
                         reason,
                         candidate: c.reasons(explainer),
                     });
@@ -415,7 +421,7 @@ impl ContextBuilder {
                     if over_limit < MAX_TOOLS_NEAR_MISSES {
                         over_limit += 1;
                         dropped.push(Dropped {
-                            key: key.to_string(),
+                            key: c.shared_key(),
                             reason: DropReason::MaxTools { max: p.max_tools },
                             candidate: c.reasons(explainer),
                         });
@@ -435,7 +441,7 @@ impl ContextBuilder {
             if let Some(budget) = p.token_budget {
                 if !pinned && used + tokens > budget {
                     dropped.push(Dropped {
-                        key: key.to_string(),
+                        key: Arc::clone(entry.key),
                         reason: DropReason::TokenBudget {
                             needed: tokens,
                             remaining: budget.saturating_sub(used),
@@ -465,8 +471,8 @@ impl ContextBuilder {
 
 /// Records a skill once; a skill met first as a dependency and then matched by the message
 /// is reported as matched, with its score.
-fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'static str) {
-    match skills.iter_mut().find(|s| s.name == name) {
+fn push_skill(skills: &mut Vec<MatchedSkill>, name: &Arc<str>, score: f32, how: &'static str) {
+    match skills.iter_mut().find(|s| s.name == *name) {
         Some(known) => {
             if known.how == "dependency" && how == "matched" {
                 known.how = how;
@@ -474,7 +480,7 @@ fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'sta
             }
         }
         None => skills.push(MatchedSkill {
-            name: name.to_string(),
+            name: Arc::clone(name),
             score,
             how,
         }),
@@ -483,9 +489,9 @@ fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'sta
 
 fn not_found(key: &str, why: Reason) -> Dropped {
     Dropped {
-        key: key.to_string(),
+        key: Arc::from(key),
         reason: DropReason::NotFound,
-        candidate: vec![why],
+        candidate: Reasons::one(why),
     }
 }
 

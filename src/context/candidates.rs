@@ -7,6 +7,7 @@
 //! [`Reason`]s, and only then.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use crate::Tool;
 use crate::bm25::{Bm25Index, Explanation};
@@ -14,7 +15,7 @@ use crate::store::{Entry, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
 use super::key_table::{KeyTable, Probe};
-use super::selection::Reason;
+use super::selection::{Reason, Reasons};
 
 /// Candidates are ranked first by class (a pinned tool before a named one before a retrieved
 /// one ...), then by score within the class.
@@ -41,7 +42,7 @@ const RETRIEVAL_TIE_BREAK: f32 = 0.1;
 pub(super) enum Why<'a> {
     Pinned,
     PinnedSkill {
-        skill: &'a str,
+        skill: &'a Arc<str>,
     },
     ExactName {
         mention: &'a str,
@@ -52,12 +53,12 @@ pub(super) enum Why<'a> {
         score: f32,
     },
     Skill {
-        skill: &'a str,
+        skill: &'a Arc<str>,
         score: f32,
     },
     DependencyOf {
-        skill: &'a str,
-        dependency: &'a str,
+        skill: &'a Arc<str>,
+        dependency: &'a Arc<str>,
     },
     RecentlyUsed,
     KeptFromLastTurn,
@@ -91,7 +92,7 @@ impl Why<'_> {
         match self {
             Why::Pinned => Reason::Pinned,
             Why::PinnedSkill { skill } => Reason::PinnedSkill {
-                skill: skill.to_string(),
+                skill: Arc::clone(skill),
             },
             Why::ExactName { mention } => Reason::ExactName {
                 mention: mention.to_string(),
@@ -99,12 +100,12 @@ impl Why<'_> {
             Why::Discovered => Reason::Discovered,
             Why::Retrieved { score } => explainer.retrieved(key, score),
             Why::Skill { skill, score } => Reason::Skill {
-                skill: skill.to_string(),
+                skill: Arc::clone(skill),
                 score,
             },
             Why::DependencyOf { skill, dependency } => Reason::DependencyOf {
-                skill: skill.to_string(),
-                dependency: dependency.to_string(),
+                skill: Arc::clone(skill),
+                dependency: Arc::clone(dependency),
             },
             Why::RecentlyUsed => Reason::RecentlyUsed,
             Why::KeptFromLastTurn => Reason::KeptFromLastTurn,
@@ -135,9 +136,9 @@ pub(super) struct Candidate<'a> {
 #[derive(Clone, Copy)]
 enum Found<'a> {
     NotLooked,
-    /// In the snapshot (its text index retrieved it), not looked up: only the tools that are
-    /// sent need their records, not the near misses.
-    Indexed,
+    /// In the snapshot (its text index retrieved it, under this stored key), not looked up:
+    /// only the tools that are sent need their records, not the near misses.
+    Indexed(&'a Arc<str>),
     Yes(Entry<'a, Tool>),
     No,
 }
@@ -197,22 +198,37 @@ impl<'a> Candidate<'a> {
         match self.found {
             Found::Yes(entry) => Ok(Some(entry)),
             Found::No => Ok(None),
-            Found::NotLooked | Found::Indexed => snapshot.entry(&TOOLS, self.key),
+            Found::NotLooked | Found::Indexed(_) => snapshot.entry(&TOOLS, self.key),
+        }
+    }
+
+    /// Its key as stored (shared, not copied) when the store or the index handed it out;
+    /// copied otherwise.
+    pub fn shared_key(&self) -> Arc<str> {
+        match self.found {
+            Found::Yes(entry) => Arc::clone(entry.key),
+            Found::Indexed(key) => Arc::clone(key),
+            Found::NotLooked | Found::No => Arc::from(self.key),
         }
     }
 
     /// Its reasons, strongest first.
-    pub fn reasons(&self, explainer: &Explainer<'_>) -> Vec<Reason> {
+    pub fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
         let key = self.key;
+        let first = self.first.reason(key, explainer);
         let Some(second) = self.second else {
             // One reason: most candidates.
-            return vec![self.first.reason(key, explainer)];
+            return Reasons::one(first);
         };
-        let others = std::iter::once(second).chain(self.more.iter().copied());
+        let second = second.reason(key, explainer);
+        if self.more.is_empty() {
+            return Reasons::two(first, second);
+        }
         let mut reasons = Vec::with_capacity(2 + self.more.len());
-        reasons.push(self.first.reason(key, explainer));
-        reasons.extend(others.map(|why| why.reason(key, explainer)));
-        reasons
+        reasons.push(first);
+        reasons.push(second);
+        reasons.extend(self.more.iter().map(|why| why.reason(key, explainer)));
+        Reasons::from(reasons)
     }
 }
 
@@ -317,7 +333,9 @@ impl<'a> Candidates<'a> {
                     // What is known of the tool only grows: looked up beats indexed beats
                     // not looked up.
                     match (c.found, found) {
-                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed) => c.found = found,
+                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed(_)) => {
+                            c.found = found
+                        }
                         _ => {}
                     }
                     c.merge(class, score, why);
@@ -338,8 +356,8 @@ impl<'a> Candidates<'a> {
 
     /// Adds a tool the snapshot's text index retrieved: it is in the snapshot, and it is
     /// looked up only if it is sent.
-    pub fn add_indexed(&mut self, key: &'a str, class: u8, score: f32, why: Why<'a>) {
-        self.add_found(key, Found::Indexed, class, score, why);
+    pub fn add_indexed(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
+        self.add_found(key, Found::Indexed(key), class, score, why);
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.

@@ -8,7 +8,7 @@ use crate::Tool;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
 
-use super::selection::{Reason, SelectedTool, Selection};
+use super::selection::{Reason, Reasons, SelectedTool, Selection};
 
 /// The name of the built-in discovery tool.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -106,7 +106,7 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
                 tool,
                 rank,
                 score: 0.0,
-                reasons: vec![Reason::Fallback],
+                reasons: Reasons::one(Reason::Fallback),
             });
         }
     }

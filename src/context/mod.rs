@@ -52,5 +52,5 @@ pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
 pub use policy::{NoMatch, PolicyError, SelectionPolicy};
-pub use selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
+pub use selection::{DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection};
 pub use turn::{Conversation, Turn};
