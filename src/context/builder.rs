@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::Tool;
 use crate::bm25::Hit;
 use crate::skills::closure_of;
-use crate::store::Snapshot;
+use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
@@ -108,12 +108,12 @@ impl ContextBuilder {
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // Searched first so that the candidates can borrow the hits' keys; added in turn below.
         let (hits, filtered) = self.search_tools(snapshot, &query)?;
-        let mut candidates = Candidates::new(snapshot);
+        let mut candidates = Candidates::new(snapshot)?;
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
 
         for key in &p.pinned_tools {
-            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned)? {
+            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned) {
                 dropped.push(not_found(key, Reason::Pinned));
             }
         }
@@ -125,7 +125,7 @@ impl ContextBuilder {
             }
         }
         for key in &turn.discovered {
-            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
+            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
         }
         self.add_matched_skills(snapshot, &texts, &query, &mut candidates, &mut skills)?;
         let explainer = Explainer {
@@ -136,18 +136,18 @@ impl ContextBuilder {
         self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
-                candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed)?;
+                candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed);
             }
         }
         if p.keep_previous {
             for key in &turn.previous {
-                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn)?;
+                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn);
             }
         }
-        let matched = candidates.any_matched()?;
+        let matched = candidates.any_matched();
         if !matched && p.on_no_match == NoMatch::All {
             for key in snapshot.iter(&TOOLS)?.keys() {
-                candidates.add_key(key, class::FALLBACK, 0.0, Why::Fallback)?;
+                candidates.add_key(key, class::FALLBACK, 0.0, Why::Fallback);
             }
         }
 
@@ -162,8 +162,9 @@ impl ContextBuilder {
                 .saturating_add(p.max_tools)
                 .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
-        let ordered = candidates.ranked(needed)?;
-        let (mut tools, tokens) = self.fill(snapshot, &ordered, &explainer, &mut dropped)?;
+        let tools_table = candidates.tools();
+        let ordered = candidates.ranked(needed);
+        let (mut tools, tokens) = self.fill(tools_table, &ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -388,11 +389,11 @@ impl ContextBuilder {
     /// A candidate's tool is looked up only when it is sent or its tags are checked.
     fn fill<'a>(
         &self,
-        snapshot: &'a Snapshot,
+        tools_table: RowLookup<'a, Tool>,
         ordered: &[&Candidate<'a>],
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
-    ) -> Result<(Vec<SelectedTool>, usize), SelectError> {
+    ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
@@ -405,7 +406,7 @@ impl ContextBuilder {
             if !pinned {
                 // Without tag filters, `tag_filter` passes every tool: no look-up for it.
                 if filtering {
-                    entry = c.entry(snapshot)?;
+                    entry = c.entry(tools_table);
                 }
                 if let Some(reason) = entry.and_then(|e| self.tag_filter(e.record)) {
                     dropped.push(Dropped {
@@ -430,7 +431,7 @@ impl ContextBuilder {
                 }
             }
             // Always there: `ranked` gives only candidates whose tool is in the snapshot.
-            let Some(entry) = entry.map_or_else(|| c.entry(snapshot), |e| Ok(Some(e)))? else {
+            let Some(entry) = entry.or_else(|| c.entry(tools_table)) else {
                 continue;
             };
             let tokens = if count_tokens {
@@ -465,7 +466,7 @@ impl ContextBuilder {
                 tokens,
             });
         }
-        Ok((selected, used))
+        (selected, used)
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::Tool;
 use crate::bm25::{Bm25Index, Explanation};
-use crate::store::{Entry, Snapshot, StoreError};
+use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
 use super::key_table::{KeyTable, Probe};
@@ -194,11 +194,11 @@ impl<'a> Candidate<'a> {
     }
 
     /// Its tool, looked up now if it was not before.
-    pub fn entry(&self, snapshot: &'a Snapshot) -> Result<Option<Entry<'a, Tool>>, StoreError> {
+    pub fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>> {
         match self.found {
-            Found::Yes(entry) => Ok(Some(entry)),
-            Found::No => Ok(None),
-            Found::NotLooked | Found::Indexed(_) => snapshot.entry(&TOOLS, self.key),
+            Found::Yes(entry) => Some(entry),
+            Found::No => None,
+            Found::NotLooked | Found::Indexed(_) => tools.entry(self.key),
         }
     }
 
@@ -272,7 +272,8 @@ impl<'a> Rank<'a> {
 /// all its reasons. A candidate whose tool is not in the snapshot (a skill may list a tool
 /// that is gone) counts for nothing, as if it had never been added.
 pub(super) struct Candidates<'a> {
-    snapshot: &'a Snapshot,
+    /// The snapshot's tools.
+    tools: RowLookup<'a, Tool>,
     list: Vec<Candidate<'a>>,
     /// Position in `list` by key.
     by_key: KeyTable,
@@ -296,7 +297,7 @@ fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
 }
 
 impl<'a> Candidates<'a> {
-    pub fn new(snapshot: &'a Snapshot) -> Self {
+    pub fn new(snapshot: &'a Snapshot) -> Result<Self, StoreError> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
@@ -306,11 +307,16 @@ impl<'a> Candidates<'a> {
         let mut list = relabel(list);
         list.reserve(EXPECTED);
         by_key.reset(EXPECTED);
-        Candidates {
-            snapshot,
+        Ok(Candidates {
+            tools: snapshot.lookup(&TOOLS)?,
             list,
             by_key,
-        }
+        })
+    }
+
+    /// The snapshot's tools, for looking up candidates.
+    pub fn tools(&self) -> RowLookup<'a, Tool> {
+        self.tools
     }
 
     /// Position of `key`'s candidate, or where to record it.
@@ -361,80 +367,67 @@ impl<'a> Candidates<'a> {
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
-    pub fn add_key(
-        &mut self,
-        key: &str,
-        class: u8,
-        score: f32,
-        why: Why<'a>,
-    ) -> Result<(), StoreError> {
+    pub fn add_key(&mut self, key: &str, class: u8, score: f32, why: Why<'a>) {
         // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
         // lookup yet: a candidate whose tool is gone counts for nothing, whatever it merged.
         if let Probe::Found(at) = self.probe(key) {
             if let Some(c) = self.list.get_mut(at) {
                 c.merge(class, score, why);
             }
-            return Ok(());
+            return;
         }
-        if let Some(entry) = self.snapshot.entry(&TOOLS, key)? {
+        if let Some(entry) = self.tools.entry(key) {
             self.add(entry, class, score, why);
         }
-        Ok(())
     }
 
     /// [`add_key`](Self::add_key), saying whether the tool is in the snapshot.
-    pub fn add_checked(
-        &mut self,
-        key: &str,
-        class: u8,
-        score: f32,
-        why: Why<'a>,
-    ) -> Result<bool, StoreError> {
+    pub fn add_checked(&mut self, key: &str, class: u8, score: f32, why: Why<'a>) -> bool {
         if let Probe::Found(at) = self.probe(key) {
-            if !self.exists(at)? {
-                return Ok(false);
+            if !self.exists(at) {
+                return false;
             }
             if let Some(c) = self.list.get_mut(at) {
                 c.merge(class, score, why);
             }
-            return Ok(true);
+            return true;
         }
-        let Some(entry) = self.snapshot.entry(&TOOLS, key)? else {
-            return Ok(false);
+        let Some(entry) = self.tools.entry(key) else {
+            return false;
         };
         self.add(entry, class, score, why);
-        Ok(true)
+        true
     }
 
     /// Whether the tool of candidate `at` is in the snapshot, looked up if that is not known.
-    fn exists(&mut self, at: usize) -> Result<bool, StoreError> {
+    fn exists(&mut self, at: usize) -> bool {
         let Some(c) = self.list.get_mut(at) else {
-            return Ok(false);
+            return false;
         };
         if let Found::NotLooked = c.found {
-            c.found = match self.snapshot.entry(&TOOLS, c.key)? {
+            c.found = match self.tools.entry(c.key) {
                 Some(entry) => Found::Yes(entry),
                 None => Found::No,
             };
         }
-        Ok(!matches!(c.found, Found::No))
+        !matches!(c.found, Found::No)
     }
 
     /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
-    pub fn any_matched(&mut self) -> Result<bool, StoreError> {
+    pub fn any_matched(&mut self) -> bool {
         for at in 0..self.list.len() {
-            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at)? {
-                return Ok(true);
+            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at) {
+                return true;
             }
         }
-        Ok(false)
+        false
     }
 
     /// The candidates whose tool is in the snapshot, in rank order. With `needed`, only the
     /// first `needed` of that order (all that can matter when the policy consumes candidates
     /// strictly in order): a partial selection, then a sort of those alone, and lookups (of
     /// those not known to be in the snapshot) for those alone.
-    pub fn ranked(&mut self, needed: Option<usize>) -> Result<Vec<&Candidate<'a>>, StoreError> {
+    pub fn ranked(&mut self, needed: Option<usize>) -> Vec<&Candidate<'a>> {
         let mut order: Vec<Rank<'a>> = self
             .list
             .iter()
@@ -451,18 +444,18 @@ impl<'a> Candidates<'a> {
         }
         let mut missing = false;
         for r in &order {
-            missing |= !self.exists(r.at)?;
+            missing |= !self.exists(r.at);
         }
         if missing && cut {
             // Tools gone from the snapshot left the prefix short: rank them all.
             return self.ranked(None);
         }
         order.sort_unstable_by(Rank::cmp);
-        Ok(order
+        order
             .into_iter()
             .filter_map(|r| self.list.get(r.at))
             .filter(|c| !matches!(c.found, Found::No))
-            .collect())
+            .collect()
     }
 
     /// How many candidates are pinned (tools not yet looked up included).

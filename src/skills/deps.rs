@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::Skill;
 use crate::bm25::hash::StrState;
-use crate::store::Snapshot;
+use crate::store::{RowLookup, Snapshot};
 use crate::tables::SKILLS;
 
 use super::error::SkillError;
@@ -34,7 +34,7 @@ pub fn dependency_closure<S: AsRef<str>>(
     snapshot: &Snapshot,
     roots: &[S],
 ) -> Result<Vec<String>, SkillError> {
-    let mut walk = Walk::new(snapshot);
+    let mut walk = Walk::new(snapshot)?;
     for root in roots {
         walk.root(root.as_ref())?;
     }
@@ -52,7 +52,7 @@ pub(crate) fn closure_of<'s>(
     snapshot: &'s Snapshot,
     root: &str,
 ) -> Result<Vec<(&'s Arc<str>, &'s Skill)>, SkillError> {
-    let mut walk = Walk::new(snapshot);
+    let mut walk = Walk::new(snapshot)?;
     walk.root(root)?;
     Ok(walk.order)
 }
@@ -62,7 +62,8 @@ const SCAN_DONE: usize = 16;
 
 /// A depth-first post-order walk over skills, names borrowed from the snapshot.
 struct Walk<'s> {
-    snapshot: &'s Snapshot,
+    /// The snapshot's skills.
+    skills: RowLookup<'s, Skill>,
     /// The chain from the current root to the skill being visited (for cycle and
     /// missing-dependency messages).
     path: Vec<&'s str>,
@@ -73,17 +74,17 @@ struct Walk<'s> {
 }
 
 impl<'s> Walk<'s> {
-    fn new(snapshot: &'s Snapshot) -> Self {
-        Walk {
-            snapshot,
+    fn new(snapshot: &'s Snapshot) -> Result<Self, SkillError> {
+        Ok(Walk {
+            skills: snapshot.lookup(&SKILLS)?,
             path: Vec::new(),
             order: Vec::new(),
             done: HashSet::default(),
-        }
+        })
     }
 
     fn root(&mut self, root: &str) -> Result<(), SkillError> {
-        let Some(entry) = self.snapshot.entry(&SKILLS, root)? else {
+        let Some(entry) = self.skills.entry(root) else {
             return Err(SkillError::NotFound {
                 skill: root.to_string(),
             });
@@ -123,7 +124,7 @@ impl<'s> Walk<'s> {
             return Err(SkillError::DependencyCycle { chain });
         }
         self.path.push(name);
-        let Some(entry) = self.snapshot.entry(&SKILLS, name)? else {
+        let Some(entry) = self.skills.entry(name) else {
             let chain: Vec<String> = self.path.iter().map(|p| p.to_string()).collect();
             let skill = match self.path.len().checked_sub(2) {
                 Some(parent) => self.path[parent].to_string(),
