@@ -106,8 +106,10 @@ impl ContextBuilder {
         let p = &self.policy;
         let texts = weighted_texts(turn, p);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+        // The terms as the searches take them, borrowed from `query`.
+        let terms: Vec<(&str, f32)> = query.iter().collect();
         // Searched first so that the candidates can borrow the hits' keys; added in turn below.
-        let (hits, filtered) = self.search_tools(snapshot, &query)?;
+        let (hits, filtered) = self.search_tools(snapshot, &terms)?;
         let mut candidates = Candidates::new(snapshot)?;
         let mut dropped = Vec::new();
         let mut skills = Vec::new();
@@ -127,10 +129,10 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
         }
-        self.add_matched_skills(snapshot, &texts, &query, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, &texts, &terms, &mut candidates, &mut skills)?;
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: &query,
+            query: &terms,
         };
         dropped.extend(filtered);
         self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
@@ -223,7 +225,7 @@ impl ContextBuilder {
         &self,
         snapshot: &'a Snapshot,
         texts: &[(&str, f32)],
-        tools_query: &[(String, f32)],
+        tools_query: &[(&str, f32)],
         candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -237,7 +239,8 @@ impl ContextBuilder {
         } else {
             Some(weighted_terms(snapshot, &SKILLS, texts)?)
         };
-        let query = own_query.as_deref().unwrap_or(tools_query);
+        let own_terms: Option<Vec<(&str, f32)>> = own_query.as_ref().map(|q| q.iter().collect());
+        let query = own_terms.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
             .search_weighted(query, p.max_skills, |_| true);
@@ -284,7 +287,7 @@ impl ContextBuilder {
     fn search_tools(
         &self,
         snapshot: &Snapshot,
-        query: &[(String, f32)],
+        query: &[(&str, f32)],
     ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
         // Enough beyond the limit to report the near misses.

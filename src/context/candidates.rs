@@ -69,7 +69,7 @@ pub(super) enum Why<'a> {
 pub(super) struct Explainer<'q> {
     /// The tools' text index, or `None` when the policy does not explain.
     pub index: Option<&'q Bm25Index>,
-    pub query: &'q [(String, f32)],
+    pub query: &'q [(&'q str, f32)],
 }
 
 impl Explainer<'_> {

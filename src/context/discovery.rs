@@ -8,6 +8,7 @@ use crate::Tool;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
 
+use super::query_terms::QueryTerms;
 use super::selection::{Reason, Reasons, SelectedTool, Selection};
 
 /// The name of the built-in discovery tool.
@@ -116,7 +117,7 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
         tools,
         dropped: Vec::new(),
         skills: Vec::new(),
-        query: Vec::new(),
+        query: QueryTerms::default(),
         tokens,
         no_match: false,
     })

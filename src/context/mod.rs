@@ -44,6 +44,7 @@ mod error;
 mod key_table;
 mod policy;
 mod query;
+mod query_terms;
 mod selection;
 mod turn;
 
@@ -52,5 +53,6 @@ pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
 pub use policy::{NoMatch, PolicyError, SelectionPolicy};
+pub use query_terms::QueryTerms;
 pub use selection::{DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection};
 pub use turn::{Conversation, Turn};

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 
 use crate::Tool;
+
+use super::query_terms::QueryTerms;
 use crate::bm25::Explanation;
 
 /// Why a tool was selected. A tool may have several reasons; the first is the strongest.
@@ -302,7 +304,7 @@ pub struct Selection {
     /// The skills that contributed.
     pub skills: Vec<MatchedSkill>,
     /// The weighted query terms built from the turn.
-    pub query: Vec<(String, f32)>,
+    pub query: QueryTerms,
     /// Estimated tokens of all selected definitions.
     pub tokens: usize,
     /// True when nothing matched and the no-match policy applied.

@@ -634,6 +634,22 @@ impl Snapshot {
         Ok(self.tokenize_with(def, text))
     }
 
+    /// [`tokenize`](Self::tokenize) into one buffer: `text`'s terms appended to `buf` back to
+    /// back, the end of each pushed to `ends` (a turn's query without a `String` per term).
+    pub(crate) fn tokenize_flat<R: Record>(
+        &self,
+        table: &Table<R>,
+        text: &str,
+        buf: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), StoreError> {
+        let (def, _, _) = self.text(table)?;
+        if let Some(t) = &def.text {
+            t.tokenizer.tokenize_flat(text, buf, ends);
+        }
+        Ok(())
+    }
+
     /// Whether two tables' text indexes tokenize alike, so that a query tokenized for one
     /// serves the other. False if either has no text index.
     pub(crate) fn same_tokenizer<A: Record, B: Record>(&self, a: &Table<A>, b: &Table<B>) -> bool {
