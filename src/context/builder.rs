@@ -111,8 +111,10 @@ impl ContextBuilder {
         // Searched first so that the candidates can borrow the hits' keys; added in turn below.
         let (hits, filtered) = self.search_tools(snapshot, &terms)?;
         let mut candidates = Candidates::new(snapshot)?;
-        let mut dropped = Vec::new();
-        let mut skills = Vec::new();
+        // Room for the usual near misses and skills: growing these lists one push at a time
+        // was a few hundred instructions a turn.
+        let mut dropped = Vec::with_capacity(MAX_TOOLS_NEAR_MISSES);
+        let mut skills = Vec::with_capacity(p.max_skills.saturating_mul(2).min(16));
 
         for key in &p.pinned_tools {
             if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned) {

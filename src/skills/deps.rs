@@ -77,8 +77,9 @@ impl<'s> Walk<'s> {
     fn new(snapshot: &'s Snapshot) -> Result<Self, SkillError> {
         Ok(Walk {
             skills: snapshot.lookup(&SKILLS)?,
-            path: Vec::new(),
-            order: Vec::new(),
+            // A skill and a few dependencies, most walks.
+            path: Vec::with_capacity(4),
+            order: Vec::with_capacity(4),
             done: HashSet::default(),
         })
     }
