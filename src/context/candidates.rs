@@ -434,10 +434,19 @@ impl<'a> Candidates<'a> {
             .enumerate()
             .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at))
             .collect();
+        // Up to 32 candidates (a turn without skills) sort outright for less than a partial
+        // selection costs; the prefix is the same either way, the order being total.
+        const SELECT_ABOVE: usize = 32;
         let mut cut = false;
+        let mut sorted = false;
         if let Some(needed) = needed {
             if needed < order.len() {
-                order.select_nth_unstable_by(needed, Rank::cmp);
+                if order.len() > SELECT_ABOVE {
+                    order.select_nth_unstable_by(needed, Rank::cmp);
+                } else {
+                    order.sort_unstable_by(Rank::cmp);
+                    sorted = true;
+                }
                 order.truncate(needed);
                 cut = true;
             }
@@ -450,7 +459,9 @@ impl<'a> Candidates<'a> {
             // Tools gone from the snapshot left the prefix short: rank them all.
             return self.ranked(None);
         }
-        order.sort_unstable_by(Rank::cmp);
+        if !sorted {
+            order.sort_unstable_by(Rank::cmp);
+        }
         order
             .into_iter()
             .filter_map(|r| self.list.get(r.at))
