@@ -102,16 +102,16 @@ fn a_matched_skill_brings_its_tools_and_its_dependencies_tools() {
         .iter()
         .find(|t| &*t.key == "auth/get_token")
         .expect("token tool");
-    assert!(token.reasons.iter().any(|r| matches!(r, Reason::DependencyOf { skill, dependency } if skill == "github" && dependency == "auth")));
+    assert!(token.reasons.iter().any(|r| matches!(r, Reason::DependencyOf { skill, dependency } if &**skill == "github" && &**dependency == "auth")));
     assert!(
         s.skills
             .iter()
-            .any(|m| m.name == "github" && m.how == "matched")
+            .any(|m| &*m.name == "github" && m.how == "matched")
     );
     assert!(
         s.skills
             .iter()
-            .any(|m| m.name == "auth" && m.how == "dependency")
+            .any(|m| &*m.name == "auth" && m.how == "dependency")
     );
     assert!(!k.contains(&"fs/read_file".to_string()));
 }
@@ -160,12 +160,12 @@ fn pinned_tools_and_skills_are_always_in() {
     assert!(
         s.dropped
             .iter()
-            .any(|d| d.key == "mail/send_email" && d.reason == DropReason::MaxTools { max: 1 })
+            .any(|d| &*d.key == "mail/send_email" && d.reason == DropReason::MaxTools { max: 1 })
     );
     assert!(
         s.dropped
             .iter()
-            .any(|d| d.key == "nope/missing" && d.reason == DropReason::NotFound)
+            .any(|d| &*d.key == "nope/missing" && d.reason == DropReason::NotFound)
     );
 }
 
@@ -185,7 +185,7 @@ fn tag_filters_drop_tools_and_say_why() {
     assert!(
         s.dropped
             .iter()
-            .any(|d| d.key == "github/merge_pull_request"
+            .any(|d| &*d.key == "github/merge_pull_request"
                 && d.reason
                     == DropReason::ExcludedTag {
                         tag: "dangerous".into()
@@ -209,7 +209,7 @@ fn tag_filters_drop_tools_and_say_why() {
     assert!(
         s.dropped
             .iter()
-            .any(|d| d.key == "mail/send_email" && d.reason == DropReason::MissingIncludedTag)
+            .any(|d| &*d.key == "mail/send_email" && d.reason == DropReason::MissingIncludedTag)
     );
 }
 
@@ -503,7 +503,7 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
             .dropped
             .iter()
             .filter(|d| matches!(d.reason, DropReason::MaxTools { .. }))
-            .map(|d| d.key.as_str())
+            .map(|d| &*d.key)
             .collect();
         let next = &all[max_tools..all.len().min(max_tools + MAX_TOOLS_NEAR_MISSES)];
         assert_eq!(near, next, "max_tools {max_tools}");

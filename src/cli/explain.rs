@@ -73,7 +73,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             selection.tools.len(),
             why.join("; ")
         );
-    } else if let Some(dropped) = selection.dropped.iter().find(|d| d.key == key) {
+    } else if let Some(dropped) = selection.dropped.iter().find(|d| *d.key == *key) {
         let was: Vec<String> = dropped.candidate.iter().map(describe).collect();
         say!(
             "selected: no, a candidate ({}) dropped: {}",
@@ -135,7 +135,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     if let Some(record) = snap.get(&TOOLS, &key).map_err(|e| e.to_string())? {
         if !record.skills.is_empty() {
-            let matched: Vec<&str> = selection.skills.iter().map(|s| s.name.as_str()).collect();
+            let matched: Vec<&str> = selection.skills.iter().map(|s| &*s.name).collect();
             for skill in &record.skills {
                 let state = if matched.contains(&skill.as_str()) {
                     "matched this turn"

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::Tool;
 use crate::bm25::Hit;
 use crate::skills::closure_of;
-use crate::store::Snapshot;
+use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
@@ -16,7 +16,9 @@ use super::candidates::{Candidate, Candidates, Explainer, Why, class};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
-use super::selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
+use super::selection::{
+    DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+};
 use super::turn::Turn;
 
 /// Chooses, for each turn, the tool definitions to send to the model.
@@ -104,14 +106,18 @@ impl ContextBuilder {
         let p = &self.policy;
         let texts = weighted_texts(turn, p);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+        // The terms as the searches take them, borrowed from `query`.
+        let terms: Vec<(&str, f32)> = query.iter().collect();
         // Searched first so that the candidates can borrow the hits' keys; added in turn below.
-        let (hits, filtered) = self.search_tools(snapshot, &query)?;
-        let mut candidates = Candidates::new(snapshot);
-        let mut dropped = Vec::new();
-        let mut skills = Vec::new();
+        let (hits, filtered) = self.search_tools(snapshot, &terms)?;
+        let mut candidates = Candidates::new(snapshot)?;
+        // Room for the usual near misses and skills: growing these lists one push at a time
+        // was a few hundred instructions a turn.
+        let mut dropped = Vec::with_capacity(MAX_TOOLS_NEAR_MISSES);
+        let mut skills = Vec::with_capacity(p.max_skills.saturating_mul(2).min(16));
 
         for key in &p.pinned_tools {
-            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned)? {
+            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned) {
                 dropped.push(not_found(key, Reason::Pinned));
             }
         }
@@ -123,29 +129,29 @@ impl ContextBuilder {
             }
         }
         for key in &turn.discovered {
-            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered)?;
+            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
         }
-        self.add_matched_skills(snapshot, &texts, &query, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, &texts, &terms, &mut candidates, &mut skills)?;
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: &query,
+            query: &terms,
         };
         dropped.extend(filtered);
         self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
-                candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed)?;
+                candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed);
             }
         }
         if p.keep_previous {
             for key in &turn.previous {
-                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn)?;
+                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn);
             }
         }
-        let matched = candidates.any_matched()?;
+        let matched = candidates.any_matched();
         if !matched && p.on_no_match == NoMatch::All {
             for key in snapshot.iter(&TOOLS)?.keys() {
-                candidates.add_key(key, class::FALLBACK, 0.0, Why::Fallback)?;
+                candidates.add_key(key, class::FALLBACK, 0.0, Why::Fallback);
             }
         }
 
@@ -160,8 +166,9 @@ impl ContextBuilder {
                 .saturating_add(p.max_tools)
                 .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
-        let ordered = candidates.ranked(needed)?;
-        let (mut tools, tokens) = self.fill(snapshot, &ordered, &explainer, &mut dropped)?;
+        let tools_table = candidates.tools();
+        let ordered = candidates.ranked(needed);
+        let (mut tools, tokens) = self.fill(tools_table, &ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -188,20 +195,25 @@ impl ContextBuilder {
                 dropped.push(not_found(
                     pinned,
                     Reason::PinnedSkill {
-                        skill: pinned.clone(),
+                        skill: Arc::from(pinned.as_str()),
                     },
                 ));
                 continue;
             }
-            for (name, skill) in closure_of(snapshot, pinned)? {
-                let how = if name == pinned.as_str() {
+            let closure = closure_of(snapshot, pinned)?;
+            // The root comes last; its stored name is shared by the reasons.
+            let Some(&(root, _)) = closure.last() else {
+                continue;
+            };
+            for (name, skill) in closure {
+                let how = if **name == **pinned {
                     "pinned"
                 } else {
                     "dependency"
                 };
                 push_skill(skills, name, 0.0, how);
                 for key in &skill.tools {
-                    let why = Why::PinnedSkill { skill: pinned };
+                    let why = Why::PinnedSkill { skill: root };
                     candidates.add_lazy(key, class::PINNED, 0.0, why);
                 }
             }
@@ -215,7 +227,7 @@ impl ContextBuilder {
         &self,
         snapshot: &'a Snapshot,
         texts: &[(&str, f32)],
-        tools_query: &[(String, f32)],
+        tools_query: &[(&str, f32)],
         candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -229,7 +241,8 @@ impl ContextBuilder {
         } else {
             Some(weighted_terms(snapshot, &SKILLS, texts)?)
         };
-        let query = own_query.as_deref().unwrap_or(tools_query);
+        let own_terms: Option<Vec<(&str, f32)>> = own_query.as_ref().map(|q| q.iter().collect());
+        let query = own_terms.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
             .search_weighted(query, p.max_skills, |_| true);
@@ -248,7 +261,7 @@ impl ContextBuilder {
                 continue;
             };
             for (name, skill) in closure {
-                let (why, tool_score) = if name == root {
+                let (why, tool_score) = if Arc::ptr_eq(name, root) {
                     let why = Why::Skill {
                         skill: name,
                         score: hit.score,
@@ -276,7 +289,7 @@ impl ContextBuilder {
     fn search_tools(
         &self,
         snapshot: &Snapshot,
-        query: &[(String, f32)],
+        query: &[(&str, f32)],
     ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
         // Enough beyond the limit to report the near misses.
@@ -314,12 +327,12 @@ impl ContextBuilder {
         let filtered = filtered
             .into_iter()
             .map(|(key, reason, score)| Dropped {
-                key,
+                key: Arc::from(key),
                 reason,
-                candidate: vec![Reason::Retrieved {
+                candidate: Reasons::one(Reason::Retrieved {
                     score,
                     explanation: None,
-                }],
+                }),
             })
             .collect();
         Ok((hits, filtered))
@@ -352,9 +365,9 @@ impl ContextBuilder {
             };
             match drop {
                 Some(reason_dropped) => dropped.push(Dropped {
-                    key: hit.key.to_string(),
+                    key: Arc::clone(&hit.key),
                     reason: reason_dropped,
-                    candidate: vec![explainer.retrieved(&hit.key, hit.score)],
+                    candidate: Reasons::one(explainer.retrieved(&hit.key, hit.score)),
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
@@ -381,11 +394,11 @@ impl ContextBuilder {
     /// A candidate's tool is looked up only when it is sent or its tags are checked.
     fn fill<'a>(
         &self,
-        snapshot: &'a Snapshot,
+        tools_table: RowLookup<'a, Tool>,
         ordered: &[&Candidate<'a>],
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
-    ) -> Result<(Vec<SelectedTool>, usize), SelectError> {
+    ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
@@ -394,16 +407,15 @@ impl ContextBuilder {
         let mut over_limit = 0usize;
         for &c in ordered {
             let pinned = c.class == class::PINNED;
-            let key = c.key;
             let mut entry = None;
             if !pinned {
                 // Without tag filters, `tag_filter` passes every tool: no look-up for it.
                 if filtering {
-                    entry = c.entry(snapshot)?;
+                    entry = c.entry(tools_table);
                 }
                 if let Some(reason) = entry.and_then(|e| self.tag_filter(e.record)) {
                     dropped.push(Dropped {
-                        key: key.to_string(),
+                        key: c.shared_key(),
                         reason,
                         candidate: c.reasons(explainer),
                     });
@@ -415,7 +427,7 @@ impl ContextBuilder {
                     if over_limit < MAX_TOOLS_NEAR_MISSES {
                         over_limit += 1;
                         dropped.push(Dropped {
-                            key: key.to_string(),
+                            key: c.shared_key(),
                             reason: DropReason::MaxTools { max: p.max_tools },
                             candidate: c.reasons(explainer),
                         });
@@ -424,7 +436,7 @@ impl ContextBuilder {
                 }
             }
             // Always there: `ranked` gives only candidates whose tool is in the snapshot.
-            let Some(entry) = entry.map_or_else(|| c.entry(snapshot), |e| Ok(Some(e)))? else {
+            let Some(entry) = entry.or_else(|| c.entry(tools_table)) else {
                 continue;
             };
             let tokens = if count_tokens {
@@ -435,7 +447,7 @@ impl ContextBuilder {
             if let Some(budget) = p.token_budget {
                 if !pinned && used + tokens > budget {
                     dropped.push(Dropped {
-                        key: key.to_string(),
+                        key: Arc::clone(entry.key),
                         reason: DropReason::TokenBudget {
                             needed: tokens,
                             remaining: budget.saturating_sub(used),
@@ -459,14 +471,14 @@ impl ContextBuilder {
                 tokens,
             });
         }
-        Ok((selected, used))
+        (selected, used)
     }
 }
 
 /// Records a skill once; a skill met first as a dependency and then matched by the message
 /// is reported as matched, with its score.
-fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'static str) {
-    match skills.iter_mut().find(|s| s.name == name) {
+fn push_skill(skills: &mut Vec<MatchedSkill>, name: &Arc<str>, score: f32, how: &'static str) {
+    match skills.iter_mut().find(|s| s.name == *name) {
         Some(known) => {
             if known.how == "dependency" && how == "matched" {
                 known.how = how;
@@ -474,7 +486,7 @@ fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'sta
             }
         }
         None => skills.push(MatchedSkill {
-            name: name.to_string(),
+            name: Arc::clone(name),
             score,
             how,
         }),
@@ -483,9 +495,9 @@ fn push_skill(skills: &mut Vec<MatchedSkill>, name: &str, score: f32, how: &'sta
 
 fn not_found(key: &str, why: Reason) -> Dropped {
     Dropped {
-        key: key.to_string(),
+        key: Arc::from(key),
         reason: DropReason::NotFound,
-        candidate: vec![why],
+        candidate: Reasons::one(why),
     }
 }
 

@@ -6,15 +6,16 @@
 //! [`SelectedTool`](super::SelectedTool)s and [`Dropped`](super::Dropped) entries, with their
 //! [`Reason`]s, and only then.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::hash::StrState;
 use crate::bm25::{Bm25Index, Explanation};
-use crate::store::{Entry, Snapshot, StoreError};
+use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
-use super::selection::Reason;
+use super::key_table::{KeyTable, Probe};
+use super::selection::{Reason, Reasons};
 
 /// Candidates are ranked first by class (a pinned tool before a named one before a retrieved
 /// one ...), then by score within the class.
@@ -41,7 +42,7 @@ const RETRIEVAL_TIE_BREAK: f32 = 0.1;
 pub(super) enum Why<'a> {
     Pinned,
     PinnedSkill {
-        skill: &'a str,
+        skill: &'a Arc<str>,
     },
     ExactName {
         mention: &'a str,
@@ -52,12 +53,12 @@ pub(super) enum Why<'a> {
         score: f32,
     },
     Skill {
-        skill: &'a str,
+        skill: &'a Arc<str>,
         score: f32,
     },
     DependencyOf {
-        skill: &'a str,
-        dependency: &'a str,
+        skill: &'a Arc<str>,
+        dependency: &'a Arc<str>,
     },
     RecentlyUsed,
     KeptFromLastTurn,
@@ -68,7 +69,7 @@ pub(super) enum Why<'a> {
 pub(super) struct Explainer<'q> {
     /// The tools' text index, or `None` when the policy does not explain.
     pub index: Option<&'q Bm25Index>,
-    pub query: &'q [(String, f32)],
+    pub query: &'q [(&'q str, f32)],
 }
 
 impl Explainer<'_> {
@@ -91,7 +92,7 @@ impl Why<'_> {
         match self {
             Why::Pinned => Reason::Pinned,
             Why::PinnedSkill { skill } => Reason::PinnedSkill {
-                skill: skill.to_string(),
+                skill: Arc::clone(skill),
             },
             Why::ExactName { mention } => Reason::ExactName {
                 mention: mention.to_string(),
@@ -99,12 +100,12 @@ impl Why<'_> {
             Why::Discovered => Reason::Discovered,
             Why::Retrieved { score } => explainer.retrieved(key, score),
             Why::Skill { skill, score } => Reason::Skill {
-                skill: skill.to_string(),
+                skill: Arc::clone(skill),
                 score,
             },
             Why::DependencyOf { skill, dependency } => Reason::DependencyOf {
-                skill: skill.to_string(),
-                dependency: dependency.to_string(),
+                skill: Arc::clone(skill),
+                dependency: Arc::clone(dependency),
             },
             Why::RecentlyUsed => Reason::RecentlyUsed,
             Why::KeptFromLastTurn => Reason::KeptFromLastTurn,
@@ -135,9 +136,9 @@ pub(super) struct Candidate<'a> {
 #[derive(Clone, Copy)]
 enum Found<'a> {
     NotLooked,
-    /// In the snapshot (its text index retrieved it), not looked up: only the tools that are
-    /// sent need their records, not the near misses.
-    Indexed,
+    /// In the snapshot (its text index retrieved it, under this stored key), not looked up:
+    /// only the tools that are sent need their records, not the near misses.
+    Indexed(&'a Arc<str>),
     Yes(Entry<'a, Tool>),
     No,
 }
@@ -193,26 +194,41 @@ impl<'a> Candidate<'a> {
     }
 
     /// Its tool, looked up now if it was not before.
-    pub fn entry(&self, snapshot: &'a Snapshot) -> Result<Option<Entry<'a, Tool>>, StoreError> {
+    pub fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>> {
         match self.found {
-            Found::Yes(entry) => Ok(Some(entry)),
-            Found::No => Ok(None),
-            Found::NotLooked | Found::Indexed => snapshot.entry(&TOOLS, self.key),
+            Found::Yes(entry) => Some(entry),
+            Found::No => None,
+            Found::NotLooked | Found::Indexed(_) => tools.entry(self.key),
+        }
+    }
+
+    /// Its key as stored (shared, not copied) when the store or the index handed it out;
+    /// copied otherwise.
+    pub fn shared_key(&self) -> Arc<str> {
+        match self.found {
+            Found::Yes(entry) => Arc::clone(entry.key),
+            Found::Indexed(key) => Arc::clone(key),
+            Found::NotLooked | Found::No => Arc::from(self.key),
         }
     }
 
     /// Its reasons, strongest first.
-    pub fn reasons(&self, explainer: &Explainer<'_>) -> Vec<Reason> {
+    pub fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
         let key = self.key;
+        let first = self.first.reason(key, explainer);
         let Some(second) = self.second else {
             // One reason: most candidates.
-            return vec![self.first.reason(key, explainer)];
+            return Reasons::one(first);
         };
-        let others = std::iter::once(second).chain(self.more.iter().copied());
+        let second = second.reason(key, explainer);
+        if self.more.is_empty() {
+            return Reasons::two(first, second);
+        }
         let mut reasons = Vec::with_capacity(2 + self.more.len());
-        reasons.push(self.first.reason(key, explainer));
-        reasons.extend(others.map(|why| why.reason(key, explainer)));
-        reasons
+        reasons.push(first);
+        reasons.push(second);
+        reasons.extend(self.more.iter().map(|why| why.reason(key, explainer)));
+        Reasons::from(reasons)
     }
 }
 
@@ -256,22 +272,57 @@ impl<'a> Rank<'a> {
 /// all its reasons. A candidate whose tool is not in the snapshot (a skill may list a tool
 /// that is gone) counts for nothing, as if it had never been added.
 pub(super) struct Candidates<'a> {
-    snapshot: &'a Snapshot,
+    /// The snapshot's tools.
+    tools: RowLookup<'a, Tool>,
     list: Vec<Candidate<'a>>,
     /// Position in `list` by key.
-    by_key: HashMap<&'a str, usize, StrState>,
+    by_key: KeyTable,
+}
+
+thread_local! {
+    /// The memory of the last selection's candidates on this thread, empty: a selection
+    /// gathers a hundred or more candidates of a few hundred bytes, and allocating that afresh
+    /// each turn cost as much as ranking them.
+    static SPARE: RefCell<(Vec<Candidate<'static>>, KeyTable)> = RefCell::default();
+}
+
+/// `list`, emptied, as a list of candidates with another lifetime, in the same memory
+/// (collecting a vector's own items into a vector of a type of the same layout reuses its
+/// allocation).
+// `filter`, as clippy would have it, cannot change the item type.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
+    list.clear();
+    list.into_iter().filter_map(|_| None).collect()
 }
 
 impl<'a> Candidates<'a> {
-    pub fn new(snapshot: &'a Snapshot) -> Self {
+    pub fn new(snapshot: &'a Snapshot) -> Result<Self, StoreError> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
-        Candidates {
-            snapshot,
-            list: Vec::with_capacity(EXPECTED),
-            by_key: HashMap::with_capacity_and_hasher(EXPECTED, StrState::default()),
-        }
+        let (list, mut by_key) = SPARE
+            .try_with(|spare| std::mem::take(&mut *spare.borrow_mut()))
+            .unwrap_or_default();
+        let mut list = relabel(list);
+        list.reserve(EXPECTED);
+        by_key.reset(EXPECTED);
+        Ok(Candidates {
+            tools: snapshot.lookup(&TOOLS)?,
+            list,
+            by_key,
+        })
+    }
+
+    /// The snapshot's tools, for looking up candidates.
+    pub fn tools(&self) -> RowLookup<'a, Tool> {
+        self.tools
+    }
+
+    /// Position of `key`'s candidate, or where to record it.
+    fn probe(&self, key: &str) -> Probe {
+        self.by_key
+            .probe(key, |at| self.list.get(at).map(|c| c.key))
     }
 
     /// Adds a tool already looked up.
@@ -282,20 +333,22 @@ impl<'a> Candidates<'a> {
     /// Adds the tool stored under `key` (found as `found` says), or merges it into its
     /// candidate: one hash and probe either way.
     fn add_found(&mut self, key: &'a str, found: Found<'a>, class: u8, score: f32, why: Why<'a>) {
-        match self.by_key.entry(key) {
-            std::collections::hash_map::Entry::Occupied(at) => {
-                if let Some(c) = self.list.get_mut(*at.get()) {
+        match self.probe(key) {
+            Probe::Found(at) => {
+                if let Some(c) = self.list.get_mut(at) {
                     // What is known of the tool only grows: looked up beats indexed beats
                     // not looked up.
                     match (c.found, found) {
-                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed) => c.found = found,
+                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed(_)) => {
+                            c.found = found
+                        }
                         _ => {}
                     }
                     c.merge(class, score, why);
                 }
             }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(self.list.len());
+            vacant => {
+                self.by_key.insert(vacant, self.list.len());
                 self.list
                     .push(Candidate::new(key, found, class, score, why));
             }
@@ -309,109 +362,111 @@ impl<'a> Candidates<'a> {
 
     /// Adds a tool the snapshot's text index retrieved: it is in the snapshot, and it is
     /// looked up only if it is sent.
-    pub fn add_indexed(&mut self, key: &'a str, class: u8, score: f32, why: Why<'a>) {
-        self.add_found(key, Found::Indexed, class, score, why);
+    pub fn add_indexed(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
+        self.add_found(key, Found::Indexed(key), class, score, why);
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
-    pub fn add_key(
-        &mut self,
-        key: &str,
-        class: u8,
-        score: f32,
-        why: Why<'a>,
-    ) -> Result<(), StoreError> {
+    pub fn add_key(&mut self, key: &str, class: u8, score: f32, why: Why<'a>) {
         // A tool found again (a skill's tool also retrieved, a shared dependency) needs no
         // lookup yet: a candidate whose tool is gone counts for nothing, whatever it merged.
-        if let Some(&at) = self.by_key.get(key) {
-            self.list[at].merge(class, score, why);
-            return Ok(());
+        if let Probe::Found(at) = self.probe(key) {
+            if let Some(c) = self.list.get_mut(at) {
+                c.merge(class, score, why);
+            }
+            return;
         }
-        if let Some(entry) = self.snapshot.entry(&TOOLS, key)? {
+        if let Some(entry) = self.tools.entry(key) {
             self.add(entry, class, score, why);
         }
-        Ok(())
     }
 
     /// [`add_key`](Self::add_key), saying whether the tool is in the snapshot.
-    pub fn add_checked(
-        &mut self,
-        key: &str,
-        class: u8,
-        score: f32,
-        why: Why<'a>,
-    ) -> Result<bool, StoreError> {
-        if let Some(&at) = self.by_key.get(key) {
-            if !self.exists(at)? {
-                return Ok(false);
+    pub fn add_checked(&mut self, key: &str, class: u8, score: f32, why: Why<'a>) -> bool {
+        if let Probe::Found(at) = self.probe(key) {
+            if !self.exists(at) {
+                return false;
             }
-            self.list[at].merge(class, score, why);
-            return Ok(true);
+            if let Some(c) = self.list.get_mut(at) {
+                c.merge(class, score, why);
+            }
+            return true;
         }
-        let Some(entry) = self.snapshot.entry(&TOOLS, key)? else {
-            return Ok(false);
+        let Some(entry) = self.tools.entry(key) else {
+            return false;
         };
         self.add(entry, class, score, why);
-        Ok(true)
+        true
     }
 
     /// Whether the tool of candidate `at` is in the snapshot, looked up if that is not known.
-    fn exists(&mut self, at: usize) -> Result<bool, StoreError> {
+    fn exists(&mut self, at: usize) -> bool {
         let Some(c) = self.list.get_mut(at) else {
-            return Ok(false);
+            return false;
         };
         if let Found::NotLooked = c.found {
-            c.found = match self.snapshot.entry(&TOOLS, c.key)? {
+            c.found = match self.tools.entry(c.key) {
                 Some(entry) => Found::Yes(entry),
                 None => Found::No,
             };
         }
-        Ok(!matches!(c.found, Found::No))
+        !matches!(c.found, Found::No)
     }
 
     /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
-    pub fn any_matched(&mut self) -> Result<bool, StoreError> {
+    pub fn any_matched(&mut self) -> bool {
         for at in 0..self.list.len() {
-            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at)? {
-                return Ok(true);
+            if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at) {
+                return true;
             }
         }
-        Ok(false)
+        false
     }
 
     /// The candidates whose tool is in the snapshot, in rank order. With `needed`, only the
     /// first `needed` of that order (all that can matter when the policy consumes candidates
     /// strictly in order): a partial selection, then a sort of those alone, and lookups (of
     /// those not known to be in the snapshot) for those alone.
-    pub fn ranked(&mut self, needed: Option<usize>) -> Result<Vec<&Candidate<'a>>, StoreError> {
+    pub fn ranked(&mut self, needed: Option<usize>) -> Vec<&Candidate<'a>> {
         let mut order: Vec<Rank<'a>> = self
             .list
             .iter()
             .enumerate()
             .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at))
             .collect();
+        // Up to 32 candidates (a turn without skills) sort outright for less than a partial
+        // selection costs; the prefix is the same either way, the order being total.
+        const SELECT_ABOVE: usize = 32;
         let mut cut = false;
+        let mut sorted = false;
         if let Some(needed) = needed {
             if needed < order.len() {
-                order.select_nth_unstable_by(needed, Rank::cmp);
+                if order.len() > SELECT_ABOVE {
+                    order.select_nth_unstable_by(needed, Rank::cmp);
+                } else {
+                    order.sort_unstable_by(Rank::cmp);
+                    sorted = true;
+                }
                 order.truncate(needed);
                 cut = true;
             }
         }
         let mut missing = false;
         for r in &order {
-            missing |= !self.exists(r.at)?;
+            missing |= !self.exists(r.at);
         }
         if missing && cut {
             // Tools gone from the snapshot left the prefix short: rank them all.
             return self.ranked(None);
         }
-        order.sort_unstable_by(Rank::cmp);
-        Ok(order
+        if !sorted {
+            order.sort_unstable_by(Rank::cmp);
+        }
+        order
             .into_iter()
             .filter_map(|r| self.list.get(r.at))
             .filter(|c| !matches!(c.found, Found::No))
-            .collect())
+            .collect()
     }
 
     /// How many candidates are pinned (tools not yet looked up included).
@@ -420,6 +475,20 @@ impl<'a> Candidates<'a> {
             .iter()
             .filter(|c| c.class == class::PINNED)
             .count()
+    }
+}
+
+impl Drop for Candidates<'_> {
+    /// Leaves the memory for the next selection on this thread.
+    fn drop(&mut self) {
+        let list = relabel(std::mem::take(&mut self.list));
+        let by_key = std::mem::take(&mut self.by_key);
+        // During thread teardown the spare is gone: the memory is simply freed.
+        let _ = SPARE.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut() {
+                *spare = (list, by_key);
+            }
+        });
     }
 }
 

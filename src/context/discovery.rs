@@ -8,7 +8,8 @@ use crate::Tool;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
 
-use super::selection::{Reason, SelectedTool, Selection};
+use super::query_terms::QueryTerms;
+use super::selection::{Reason, Reasons, SelectedTool, Selection};
 
 /// The name of the built-in discovery tool.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -106,7 +107,7 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
                 tool,
                 rank,
                 score: 0.0,
-                reasons: vec![Reason::Fallback],
+                reasons: Reasons::one(Reason::Fallback),
             });
         }
     }
@@ -116,7 +117,7 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
         tools,
         dropped: Vec::new(),
         skills: Vec::new(),
-        query: Vec::new(),
+        query: QueryTerms::default(),
         tokens,
         no_match: false,
     })

@@ -41,8 +41,10 @@ mod builder;
 mod candidates;
 mod discovery;
 mod error;
+mod key_table;
 mod policy;
 mod query;
+mod query_terms;
 mod selection;
 mod turn;
 
@@ -51,5 +53,6 @@ pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
 pub use policy::{NoMatch, PolicyError, SelectionPolicy};
-pub use selection::{DropReason, Dropped, MatchedSkill, Reason, SelectedTool, Selection};
+pub use query_terms::QueryTerms;
+pub use selection::{DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection};
 pub use turn::{Conversation, Turn};

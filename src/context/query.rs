@@ -5,6 +5,7 @@ use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
 
 use super::policy::SelectionPolicy;
+use super::query_terms::QueryTerms;
 use super::turn::Turn;
 
 /// The texts that feed the query, each with its weight: the message (1), earlier user messages
@@ -29,21 +30,40 @@ pub(crate) fn weighted_texts<'t>(turn: &'t Turn, policy: &SelectionPolicy) -> Ve
 }
 
 /// Tokenizes weighted texts with `table`'s tokenizer and sums the weights per term, in term
-/// order (so the query, and every score, is deterministic).
+/// order (so the query, and every score, is deterministic). The terms share one buffer.
 pub(crate) fn weighted_terms<R: Record>(
     snapshot: &Snapshot,
     table: &Table<R>,
     texts: &[(&str, f32)],
-) -> Result<Vec<(String, f32)>, StoreError> {
-    let mut terms: Vec<(String, f32)> = Vec::new();
+) -> Result<QueryTerms, StoreError> {
+    let mut buf = String::new();
+    let mut ends: Vec<usize> = Vec::new();
+    // (the term's first 8 bytes as a big-endian integer, start, end, weight): most terms
+    // differ in their first bytes, and comparing those as one integer is a fraction of
+    // comparing the strings.
+    let mut terms: Vec<(u64, usize, usize, f32)> = Vec::new();
     for (text, weight) in texts {
-        terms.extend(
-            snapshot
-                .tokenize(table, text)?
-                .into_iter()
-                .map(|t| (t, *weight)),
-        );
+        let mut start = buf.len();
+        ends.clear();
+        snapshot.tokenize_flat(table, text, &mut buf, &mut ends)?;
+        let bytes = buf.as_bytes();
+        terms.extend(ends.iter().map(|&end| {
+            let term = bytes.get(start..end).unwrap_or_default();
+            let mut head = [0u8; 8];
+            let n = term.len().min(8);
+            head[..n].copy_from_slice(&term[..n]);
+            let entry = (u64::from_be_bytes(head), start, end, *weight);
+            start = end;
+            entry
+        }));
     }
+    let bytes = buf.as_bytes();
+    let text = |&(_, start, end, _): &(u64, usize, usize, f32)| bytes.get(start..end);
+    // The heads order as the strings do (a string that is a prefix of another has zeros where
+    // the other has bytes); equal heads fall back to the strings.
+    let order = |a: &(u64, usize, usize, f32), b: &(u64, usize, usize, f32)| {
+        a.0.cmp(&b.0).then_with(|| text(a).cmp(&text(b)))
+    };
     // A stable sort keeps a term's occurrences in the order met, so its weights add up in that
     // order, as they did into a map. When every text weighs the same (a lone message, the
     // usual case), equal terms are equal entries and any order sums alike: an unstable sort,
@@ -52,18 +72,22 @@ pub(crate) fn weighted_terms<R: Record>(
         .windows(2)
         .all(|w| w[0].1.to_bits() == w[1].1.to_bits())
     {
-        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        terms.sort_unstable_by(order);
     } else {
-        terms.sort_by(|a, b| a.0.cmp(&b.0));
+        terms.sort_by(order);
     }
     terms.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
+        let same = later.0 == kept.0 && text(later) == text(kept);
         if same {
-            kept.1 += later.1;
+            kept.3 += later.3;
         }
         same
     });
-    Ok(terms)
+    let terms = terms
+        .into_iter()
+        .map(|(_, start, end, weight)| (start, end, weight))
+        .collect();
+    Ok(QueryTerms::from_buffer(buf, terms))
 }
 
 /// Whether a byte is one of the characters that end a mention in prose but are never part of a
@@ -394,7 +418,12 @@ mod tests {
         }
         let snapshot = crate::Store::new().snapshot();
         let message = "zeta file read_file File alpha zeta readFile files zeta beta alpha";
-        let cases: [&[(&str, f32)]; 4] = [
+        // Terms that share their first 8 bytes, or are prefixes of each other, order by
+        // their full text.
+        let long = "readfilesystem readfileserver readfiles readfile readfil readfilesystem";
+        let cases: [&[(&str, f32)]; 6] = [
+            &[(long, 1.0)],
+            &[(long, 1.0), ("readfileserver readfiles", 0.5)],
             &[(message, 1.0)],
             &[(message, 1.0), ("file zeta beta", 0.3), ("zeta file", 0.09)],
             &[
@@ -410,7 +439,11 @@ mod tests {
             let want = reference(&snapshot, texts);
             assert_eq!(got.len(), want.len());
             for (g, w) in got.iter().zip(&want) {
-                assert_eq!((&g.0, g.1.to_bits()), (&w.0, w.1.to_bits()), "{texts:?}");
+                assert_eq!(
+                    (g.0, g.1.to_bits()),
+                    (w.0.as_str(), w.1.to_bits()),
+                    "{texts:?}"
+                );
             }
         }
     }

@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::Tool;
+
+use super::query_terms::QueryTerms;
 use crate::bm25::Explanation;
 
 /// Why a tool was selected. A tool may have several reasons; the first is the strongest.
@@ -17,7 +19,7 @@ pub enum Reason {
     /// A tool of a pinned skill (or of its dependencies).
     PinnedSkill {
         /// The pinned skill.
-        skill: String,
+        skill: Arc<str>,
     },
     /// Its name was written in the message.
     ExactName {
@@ -37,16 +39,16 @@ pub enum Reason {
     /// A skill it belongs to matched the message.
     Skill {
         /// The skill.
-        skill: String,
+        skill: Arc<str>,
         /// The skill's BM25 score.
         score: f32,
     },
     /// A skill it belongs to is a dependency of a matched skill.
     DependencyOf {
         /// The matched skill that needs it.
-        skill: String,
+        skill: Arc<str>,
         /// The dependency skill the tool belongs to.
-        dependency: String,
+        dependency: Arc<str>,
     },
     /// The model called it in a recent turn.
     RecentlyUsed,
@@ -54,6 +56,147 @@ pub enum Reason {
     KeptFromLastTurn,
     /// Nothing matched and the policy sends everything.
     Fallback,
+}
+
+/// The reasons of a selected or dropped tool, strongest first: a slice of [`Reason`]s (it
+/// dereferences to `[Reason]`), held inline when there are one or two (nearly every tool), so
+/// that a selection allocates no list per tool.
+///
+/// ```
+/// use capstore::context::{Reason, Reasons};
+/// let one = Reasons::from(vec![Reason::Pinned]);
+/// assert_eq!(one.len(), 1);
+/// assert!(matches!(one[0], Reason::Pinned));
+/// let three: Reasons = [Reason::Pinned, Reason::Discovered, Reason::Fallback].into_iter().collect();
+/// assert_eq!(three.iter().count(), 3);
+/// assert_eq!(format!("{one:?}"), "[Pinned]");
+/// assert_eq!(one, [Reason::Pinned][..]);
+/// ```
+#[derive(Clone)]
+pub struct Reasons(Held);
+
+/// Where a [`Reasons`] keeps its reasons.
+#[derive(Clone)]
+enum Held {
+    One([Reason; 1]),
+    Two([Reason; 2]),
+    Many(Vec<Reason>),
+}
+
+impl Reasons {
+    /// One reason.
+    ///
+    /// ```
+    /// use capstore::context::{Reason, Reasons};
+    /// assert_eq!(Reasons::one(Reason::Discovered).len(), 1);
+    /// ```
+    pub fn one(reason: Reason) -> Self {
+        Reasons(Held::One([reason]))
+    }
+
+    /// Two reasons, the stronger first.
+    ///
+    /// ```
+    /// use capstore::context::{Reason, Reasons};
+    /// let r = Reasons::two(Reason::Pinned, Reason::Discovered);
+    /// assert!(matches!(r[1], Reason::Discovered));
+    /// ```
+    pub fn two(first: Reason, second: Reason) -> Self {
+        Reasons(Held::Two([first, second]))
+    }
+
+    /// The reasons as a slice.
+    ///
+    /// ```
+    /// use capstore::context::{Reason, Reasons};
+    /// assert!(Reasons::default().as_slice().is_empty());
+    /// ```
+    pub fn as_slice(&self) -> &[Reason] {
+        match &self.0 {
+            Held::One(r) => r,
+            Held::Two(r) => r,
+            Held::Many(r) => r,
+        }
+    }
+}
+
+impl Default for Reasons {
+    /// No reasons.
+    fn default() -> Self {
+        Reasons(Held::Many(Vec::new()))
+    }
+}
+
+impl std::ops::Deref for Reasons {
+    type Target = [Reason];
+    fn deref(&self) -> &[Reason] {
+        self.as_slice()
+    }
+}
+
+impl From<Vec<Reason>> for Reasons {
+    fn from(reasons: Vec<Reason>) -> Self {
+        Reasons(Held::Many(reasons))
+    }
+}
+
+impl FromIterator<Reason> for Reasons {
+    fn from_iter<I: IntoIterator<Item = Reason>>(iter: I) -> Self {
+        let mut iter = iter.into_iter();
+        let (Some(first), second) = (iter.next(), iter.next()) else {
+            return Reasons::default();
+        };
+        let Some(second) = second else {
+            return Reasons::one(first);
+        };
+        let Some(third) = iter.next() else {
+            return Reasons::two(first, second);
+        };
+        let mut all = vec![first, second, third];
+        all.extend(iter);
+        Reasons(Held::Many(all))
+    }
+}
+
+impl<'r> IntoIterator for &'r Reasons {
+    type Item = &'r Reason;
+    type IntoIter = std::slice::Iter<'r, Reason>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+/// Printed as the list it is.
+impl std::fmt::Debug for Reasons {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+/// Equal when the reasons are, however they are held.
+impl PartialEq for Reasons {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl PartialEq<[Reason]> for Reasons {
+    fn eq(&self, other: &[Reason]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<Vec<Reason>> for Reasons {
+    fn eq(&self, other: &Vec<Reason>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+/// Serialized as a list.
+impl Serialize for Reasons {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.as_slice())
+    }
 }
 
 /// Why a candidate was not selected.
@@ -115,7 +258,7 @@ pub struct SelectedTool {
     /// when it was retrieved, so that a skill's tools whose own text matches come first.
     pub score: f32,
     /// Why it was selected, strongest first.
-    pub reasons: Vec<Reason>,
+    pub reasons: Reasons,
     /// Estimated tokens of its definition.
     pub tokens: usize,
 }
@@ -124,18 +267,18 @@ pub struct SelectedTool {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Dropped {
     /// Qualified name.
-    pub key: String,
+    pub key: Arc<str>,
     /// Why it was dropped.
     pub reason: DropReason,
     /// What had made it a candidate.
-    pub candidate: Vec<Reason>,
+    pub candidate: Reasons,
 }
 
 /// A skill matched for the turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MatchedSkill {
     /// The skill.
-    pub name: String,
+    pub name: Arc<str>,
     /// Its BM25 score (0 for pinned skills and dependencies).
     pub score: f32,
     /// Why it is in: `"matched"`, `"pinned"` or `"dependency"`.
@@ -161,7 +304,7 @@ pub struct Selection {
     /// The skills that contributed.
     pub skills: Vec<MatchedSkill>,
     /// The weighted query terms built from the turn.
-    pub query: Vec<(String, f32)>,
+    pub query: QueryTerms,
     /// Estimated tokens of all selected definitions.
     pub tokens: usize,
     /// True when nothing matched and the no-match policy applied.

@@ -1,10 +1,11 @@
 //! Dependency closure of skills: deterministic topological order, cycle-safe.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::Skill;
 use crate::bm25::hash::StrState;
-use crate::store::Snapshot;
+use crate::store::{RowLookup, Snapshot};
 use crate::tables::SKILLS;
 
 use super::error::SkillError;
@@ -33,7 +34,7 @@ pub fn dependency_closure<S: AsRef<str>>(
     snapshot: &Snapshot,
     roots: &[S],
 ) -> Result<Vec<String>, SkillError> {
-    let mut walk = Walk::new(snapshot);
+    let mut walk = Walk::new(snapshot)?;
     for root in roots {
         walk.root(root.as_ref())?;
     }
@@ -44,14 +45,14 @@ pub fn dependency_closure<S: AsRef<str>>(
         .collect())
 }
 
-/// [`dependency_closure`] of one root, borrowed from the snapshot: each skill's stored name and
-/// record, in the same order, without a copy (the per-turn selection walks a few closures a
-/// turn).
+/// [`dependency_closure`] of one root, borrowed from the snapshot: each skill's stored key (the
+/// name, shared rather than copied into what the selection reports) and record, in the same
+/// order (the per-turn selection walks a few closures a turn).
 pub(crate) fn closure_of<'s>(
     snapshot: &'s Snapshot,
     root: &str,
-) -> Result<Vec<(&'s str, &'s Skill)>, SkillError> {
-    let mut walk = Walk::new(snapshot);
+) -> Result<Vec<(&'s Arc<str>, &'s Skill)>, SkillError> {
+    let mut walk = Walk::new(snapshot)?;
     walk.root(root)?;
     Ok(walk.order)
 }
@@ -61,28 +62,30 @@ const SCAN_DONE: usize = 16;
 
 /// A depth-first post-order walk over skills, names borrowed from the snapshot.
 struct Walk<'s> {
-    snapshot: &'s Snapshot,
+    /// The snapshot's skills.
+    skills: RowLookup<'s, Skill>,
     /// The chain from the current root to the skill being visited (for cycle and
     /// missing-dependency messages).
     path: Vec<&'s str>,
     /// The skills done, dependencies before the skills that need them.
-    order: Vec<(&'s str, &'s Skill)>,
+    order: Vec<(&'s Arc<str>, &'s Skill)>,
     /// The names in `order`, once there are more than [`SCAN_DONE`].
     done: HashSet<&'s str, StrState>,
 }
 
 impl<'s> Walk<'s> {
-    fn new(snapshot: &'s Snapshot) -> Self {
-        Walk {
-            snapshot,
-            path: Vec::new(),
-            order: Vec::new(),
+    fn new(snapshot: &'s Snapshot) -> Result<Self, SkillError> {
+        Ok(Walk {
+            skills: snapshot.lookup(&SKILLS)?,
+            // A skill and a few dependencies, most walks.
+            path: Vec::with_capacity(4),
+            order: Vec::with_capacity(4),
             done: HashSet::default(),
-        }
+        })
     }
 
     fn root(&mut self, root: &str) -> Result<(), SkillError> {
-        let Some(entry) = self.snapshot.entry(&SKILLS, root)? else {
+        let Some(entry) = self.skills.entry(root) else {
             return Err(SkillError::NotFound {
                 skill: root.to_string(),
             });
@@ -95,15 +98,15 @@ impl<'s> Walk<'s> {
         if self.order.len() > SCAN_DONE {
             self.done.contains(name)
         } else {
-            self.order.iter().any(|(n, _)| *n == name)
+            self.order.iter().any(|(n, _)| &***n == name)
         }
     }
 
-    fn mark_done(&mut self, name: &'s str, skill: &'s Skill) {
+    fn mark_done(&mut self, name: &'s Arc<str>, skill: &'s Skill) {
         self.order.push((name, skill));
         if self.order.len() > SCAN_DONE {
             if self.done.is_empty() {
-                self.done.extend(self.order.iter().map(|(n, _)| *n));
+                self.done.extend(self.order.iter().map(|(n, _)| &***n));
             } else {
                 self.done.insert(name);
             }
@@ -122,7 +125,7 @@ impl<'s> Walk<'s> {
             return Err(SkillError::DependencyCycle { chain });
         }
         self.path.push(name);
-        let Some(skill) = self.snapshot.get(&SKILLS, name)? else {
+        let Some(entry) = self.skills.entry(name) else {
             let chain: Vec<String> = self.path.iter().map(|p| p.to_string()).collect();
             let skill = match self.path.len().checked_sub(2) {
                 Some(parent) => self.path[parent].to_string(),
@@ -134,11 +137,11 @@ impl<'s> Walk<'s> {
                 chain,
             });
         };
-        for dependency in &skill.dependencies {
+        for dependency in &entry.record.dependencies {
             self.visit(dependency)?;
         }
         self.path.pop();
-        self.mark_done(name, skill);
+        self.mark_done(entry.key, entry.record);
         Ok(())
     }
 }

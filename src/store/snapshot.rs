@@ -183,6 +183,34 @@ pub(crate) struct Entry<'s, R> {
     row: &'s Row,
 }
 
+/// A table's rows in one snapshot, its handle checked: records of type `R` by primary key.
+pub(crate) struct RowLookup<'s, R> {
+    rows: &'s imbl::OrdMap<Arc<str>, Row>,
+    record: PhantomData<fn() -> R>,
+}
+
+// Not derived: a derive would ask `R: Copy`.
+impl<R> Clone for RowLookup<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for RowLookup<'_, R> {}
+
+impl<'s, R: Record> RowLookup<'s, R> {
+    /// The record under `key`, as [`Snapshot::entry`] finds it.
+    pub fn entry(&self, key: &str) -> Option<Entry<'s, R>> {
+        self.rows.get_key_value(key).and_then(|(key, row)| {
+            Some(Entry {
+                key,
+                record: row.downcast_ref::<R>()?,
+                row,
+            })
+        })
+    }
+}
+
 // Not derived: a derive would ask `R: Copy`.
 impl<R> Clone for Entry<'_, R> {
     fn clone(&self) -> Self {
@@ -287,6 +315,19 @@ impl Snapshot {
             .and_then(|row| Arc::clone(row).downcast::<R>().ok()))
     }
 
+    /// One table's rows, checked once, for many [`RowLookup::entry`] lookups (a selection looks
+    /// up a dozen tools, and checking the table handle each time was a fifth of a lookup).
+    pub(crate) fn lookup<R: Record>(
+        &self,
+        table: &Table<R>,
+    ) -> Result<RowLookup<'_, R>, StoreError> {
+        let (_, state) = self.resolve(table)?;
+        Ok(RowLookup {
+            rows: &state.rows,
+            record: PhantomData,
+        })
+    }
+
     /// The record under a primary key with its stored key and row, borrowed from the snapshot:
     /// a reader that gathers many records and keeps few (`ContextBuilder::select`) copies no
     /// key and bumps no count until it keeps one ([`Entry::shared`]).
@@ -295,14 +336,7 @@ impl Snapshot {
         table: &Table<R>,
         key: &str,
     ) -> Result<Option<Entry<'_, R>>, StoreError> {
-        let (_, state) = self.resolve(table)?;
-        Ok(state.rows.get_key_value(key).and_then(|(key, row)| {
-            Some(Entry {
-                key,
-                record: row.downcast_ref::<R>()?,
-                row,
-            })
-        }))
+        Ok(self.lookup(table)?.entry(key))
     }
 
     /// Whether a record exists under a primary key.
@@ -598,6 +632,22 @@ impl Snapshot {
     ) -> Result<Vec<String>, StoreError> {
         let (def, _, _) = self.text(table)?;
         Ok(self.tokenize_with(def, text))
+    }
+
+    /// [`tokenize`](Self::tokenize) into one buffer: `text`'s terms appended to `buf` back to
+    /// back, the end of each pushed to `ends` (a turn's query without a `String` per term).
+    pub(crate) fn tokenize_flat<R: Record>(
+        &self,
+        table: &Table<R>,
+        text: &str,
+        buf: &mut String,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), StoreError> {
+        let (def, _, _) = self.text(table)?;
+        if let Some(t) = &def.text {
+            t.tokenizer.tokenize_flat(text, buf, ends);
+        }
+        Ok(())
     }
 
     /// Whether two tables' text indexes tokenize alike, so that a query tokenized for one
