@@ -284,6 +284,12 @@ fn looks_like_identifier(word: &str) -> bool {
         }
         return inner_upper && lower;
     }
+    looks_like_identifier_by_chars(word)
+}
+
+/// [`looks_like_identifier`] over characters: the definition, which the byte-wise pass for
+/// ASCII words must match (the tests check it does).
+fn looks_like_identifier_by_chars(word: &str) -> bool {
     let mut inner_upper = false;
     let mut lower = false;
     for (i, c) in word.char_indices() {
@@ -311,25 +317,14 @@ mod tests {
     }
 
     /// The words that may name a tool as the first version found them: `split_whitespace`,
-    /// `trim_matches` over the characters, and the character-wise identifier test. The
-    /// reference the byte-wise passes must match.
+    /// `trim_matches` over the characters, and the character-wise identifier test (still the
+    /// definition, [`looks_like_identifier_by_chars`]). The reference the byte-wise passes must
+    /// match.
     fn reference_mention_words(message: &str) -> Vec<(&str, Named)> {
         const TRIM: &[char] = &[
             '"', '\'', '`', '(', ')', '[', ']', '{', '}', '<', '>', ',', '.', ';', ':', '!', '?',
             '*',
         ];
-        fn identifier(word: &str) -> bool {
-            let mut inner_upper = false;
-            let mut lower = false;
-            for (i, c) in word.char_indices() {
-                if c == '_' || c == '-' || c.is_ascii_digit() {
-                    return true;
-                }
-                inner_upper |= i > 0 && c.is_uppercase();
-                lower |= c.is_lowercase();
-            }
-            inner_upper && lower
-        }
         let mut out = Vec::new();
         for raw in message.split_whitespace() {
             let quoted = raw.starts_with('`');
@@ -339,7 +334,7 @@ mod tests {
             }
             if word.contains('/') {
                 out.push((word, Named::Qualified));
-            } else if quoted || identifier(word) {
+            } else if quoted || looks_like_identifier_by_chars(word) {
                 out.push((word, Named::Bare));
             }
         }
