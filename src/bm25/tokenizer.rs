@@ -116,28 +116,17 @@ impl Tokenizer {
     /// assert_eq!(terms, ["name", "send", "email"]);
     /// ```
     pub fn tokenize_into(&self, text: &str, out: &mut Vec<String>) {
-        if self.config.split_identifiers && text.is_ascii() {
-            // The fused pass of `tokenize_flat`, one `String` per term: queries (a turn's
-            // message) took a sixth of a selection by the general path.
-            // About a term per 8 bytes of prose (stop words dropped): one allocation for most
-            // messages instead of a string of doublings.
-            out.reserve(text.len() / 8 + 1);
-            self.ascii_terms(text, |part| {
-                let mut term = part.to_owned();
-                term.make_ascii_lowercase();
-                if self.config.stemming {
-                    stem_tail(&mut term, 0);
-                }
-                out.push(term);
-            });
-            return;
+        // One path for every caller: the store's flat pass (fused for ASCII), then a `String`
+        // per term.
+        let mut text_buf = String::new();
+        let mut ends = Vec::new();
+        self.tokenize_flat(text, &mut text_buf, &mut ends);
+        out.reserve(ends.len());
+        let mut start = 0;
+        for end in ends {
+            out.push(text_buf.get(start..end).unwrap_or_default().to_owned());
+            start = end;
         }
-        self.for_each_part(text, &mut |part| {
-            let mut term = String::with_capacity(part.len());
-            if self.emit(part, &mut term) {
-                out.push(term);
-            }
-        });
     }
 
     /// Appends the terms of `text` to `text_buf`, back to back, pushing the end offset of each
