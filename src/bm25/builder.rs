@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::postings::Posting;
-use super::segment::{NO_TERM, Segment};
+use super::segment::{NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
 
 pub(crate) struct Builder {
@@ -67,7 +67,8 @@ impl Builder {
         let seg = &mut self.seg;
         seg.text.reserve(bytes);
         seg.term_ends.reserve(terms);
-        seg.table.reserve(terms);
+        let (text, ends) = (&seg.text, &seg.term_ends);
+        seg.table.reserve(terms, |id| hash_of_term(text, ends, id));
     }
 
     pub(crate) fn n_terms(&self) -> usize {
@@ -83,7 +84,9 @@ impl Builder {
         let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
         seg.text.push_str(term);
         seg.term_ends.push(offset(seg.text.len()));
-        seg.table.insert(hash, id);
+        let (text, ends) = (&seg.text, &seg.term_ends);
+        seg.table
+            .insert(hash, id, |id| hash_of_term(text, ends, id));
         id
     }
 
@@ -175,7 +178,8 @@ impl Builder {
         // what the dictionary did not use.
         seg.text.shrink_to_fit();
         seg.term_ends.shrink_to_fit();
-        seg.table.shrink();
+        let (text, ends) = (&seg.text, &seg.term_ends);
+        seg.table.shrink(|id| hash_of_term(text, ends, id));
         let n_terms = seg.term_ends.len();
         seg.doc_terms = TermIds::new(self.doc_terms, n_terms);
         if self.neg_df.iter().any(|&n| n > 0) {

@@ -84,12 +84,7 @@ impl Segment {
 
     #[inline]
     fn term_range(&self, id: u32) -> std::ops::Range<usize> {
-        let id = id as usize;
-        let from = match id.checked_sub(1) {
-            Some(prev) => self.term_ends.get(prev).map_or(0, |&e| e as usize),
-            None => 0,
-        };
-        from..self.term_ends.get(id).map_or(from, |&e| e as usize)
+        term_range(&self.term_ends, id)
     }
 
     /// Term `id`'s [`term_hash`], computed again rather than stored: merges and removals, the
@@ -176,6 +171,23 @@ impl Segment {
         self.hi = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         self
     }
+}
+
+/// Where term `id` lies in a segment's text, given the segment's `term_ends`.
+#[inline]
+fn term_range(term_ends: &[u32], id: u32) -> std::ops::Range<usize> {
+    let id = id as usize;
+    let from = match id.checked_sub(1) {
+        Some(prev) => term_ends.get(prev).map_or(0, |&e| e as usize),
+        None => 0,
+    };
+    from..term_ends.get(id).map_or(from, |&e| e as usize)
+}
+
+/// The [`term_hash`] of term `id` of a segment's `text` and `term_ends`, for rehashing its
+/// dictionary while the dictionary is being changed (so not through a `&Segment`).
+pub(super) fn hash_of_term(text: &str, term_ends: &[u32], id: u32) -> u64 {
+    term_hash(text.get(term_range(term_ends, id)).unwrap_or_default())
 }
 
 /// `a == b`, comparing terms of up to 16 bytes (most terms) as two overlapping machine words
