@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::postings::Posting;
+use super::postings::{Posting, Postings};
 use super::segment::{NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
 
@@ -150,27 +150,18 @@ impl Builder {
         for i in 1..starts.len() {
             starts[i] += starts[i - 1];
         }
-        let mut cursor = starts.clone();
-        let empty = Posting {
-            slot: 0,
-            tf: 0.0,
-            dl: 0.0,
+        let postings = if self.seg.fits_short() {
+            let lo = self.seg.lo;
+            Postings::Short(lay_out(&self.loose, &starts, |p| p.short(lo)))
+        } else {
+            Postings::Long(lay_out(&self.loose, &starts, |p| p))
         };
-        let mut postings = vec![empty; self.loose.len()];
-        for &(id, posting) in &self.loose {
-            if let Some(at) = cursor.get_mut(id as usize) {
-                if let Some(p) = postings.get_mut(*at as usize) {
-                    *p = posting;
-                }
-                *at += 1;
-            }
-        }
         self.finish_with(starts, postings)
     }
 
     /// The segment, with postings already laid out by term: `postings[starts[t]..starts[t + 1]]`
     /// are term `t`'s.
-    pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Vec<Posting>) -> Segment {
+    pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Postings) -> Segment {
         let seg = &mut self.seg;
         seg.term_starts = starts;
         seg.postings = postings;
@@ -202,6 +193,29 @@ impl Builder {
         }
         self.seg
     }
+}
+
+/// `loose` postings `(term, posting)` laid out by term (`starts` being where each term's
+/// postings begin), each as `convert` makes it; a term's keep the order they came in.
+fn lay_out<T: Copy>(
+    loose: &[(u32, Posting)],
+    starts: &[u32],
+    convert: impl Fn(Posting) -> T,
+) -> Vec<T> {
+    let Some(&(_, first)) = loose.first() else {
+        return Vec::new();
+    };
+    let mut cursor = starts.to_vec();
+    let mut postings = vec![convert(first); loose.len()];
+    for &(id, posting) in loose {
+        if let Some(at) = cursor.get_mut(id as usize) {
+            if let Some(p) = postings.get_mut(*at as usize) {
+                *p = convert(posting);
+            }
+            *at += 1;
+        }
+    }
+    postings
 }
 
 /// `n` as a `u32` segment offset (see [`Segment`]: offsets stay far below `u32::MAX`).

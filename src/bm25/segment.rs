@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use super::hash::term_hash;
-use super::postings::Posting;
+use super::postings::{List, Postings, SHORT_MAX_DOCS};
 use super::term_ids::{Ids, TermIds};
 use super::term_table::TermTable;
 
@@ -38,7 +38,8 @@ pub(crate) struct Segment {
     pub(super) table: TermTable,
     /// `postings[term_starts[t]..term_starts[t + 1]]` are term `t`'s, by ascending slot.
     pub(super) term_starts: Vec<u32>,
-    pub(super) postings: Vec<Posting>,
+    /// In the short layout when the segment qualifies (see `postings.rs`).
+    pub(super) postings: Postings,
     /// Per term, how many removed documents (of older segments) contain it; empty if none.
     pub(super) neg_df: Vec<u32>,
     /// The documents, by ascending slot, with their keys and (weighted) lengths.
@@ -97,14 +98,23 @@ impl Segment {
 
     /// Term `id`'s postings: every document of this segment that contains it, removed or not.
     #[inline]
-    pub(crate) fn postings(&self, id: u32) -> &[Posting] {
+    pub(crate) fn postings(&self, id: u32) -> List<'_> {
+        let id = id as usize;
+        let (from, to) = match (self.term_starts.get(id), self.term_starts.get(id + 1)) {
+            (Some(&from), Some(&to)) => (from as usize, to as usize),
+            _ => (0, 0),
+        };
+        self.postings.list(from, to, self.lo, self.hi)
+    }
+
+    /// How many postings term `id` has (what `self.postings(id).len()` says, without making
+    /// the list: merges ask it of every term).
+    #[inline]
+    pub(crate) fn postings_len(&self, id: u32) -> usize {
         let id = id as usize;
         match (self.term_starts.get(id), self.term_starts.get(id + 1)) {
-            (Some(&from), Some(&to)) => self
-                .postings
-                .get(from as usize..to as usize)
-                .unwrap_or_default(),
-            _ => &[],
+            (Some(&from), Some(&to)) => to.saturating_sub(from) as usize,
+            _ => 0,
         }
     }
 
@@ -113,14 +123,19 @@ impl Segment {
     #[inline]
     pub(crate) fn df(&self, id: u32) -> i64 {
         let neg = self.neg_df.get(id as usize).copied().unwrap_or(0);
-        self.postings(id).len() as i64 - i64::from(neg)
+        self.postings_len(id) as i64 - i64::from(neg)
     }
 
     /// The frequency of term `id` in the document at `slot`.
     pub(crate) fn tf(&self, id: u32, slot: u32) -> Option<f32> {
-        let postings = self.postings(id);
-        let at = postings.binary_search_by_key(&slot, |p| p.slot).ok()?;
-        postings.get(at).map(|p| p.tf)
+        self.postings(id).tf(slot)
+    }
+
+    /// Whether this segment may keep its postings in the short layout: its slots are exactly
+    /// `lo..hi` and few enough for 2-byte document indexes.
+    pub(crate) fn fits_short(&self) -> bool {
+        self.slots.len() <= SHORT_MAX_DOCS
+            && self.slots.len() == self.hi.saturating_sub(self.lo) as usize
     }
 
     /// The number of documents (removed or not) and negative records: the size merges see.
@@ -161,14 +176,23 @@ impl Segment {
     /// covering `0..` its document count. Only for a segment without removal records.
     pub(crate) fn renumbered(mut self, slot_of: &[u32]) -> Segment {
         let new = |slot: u32| slot_of.get(slot as usize).copied().unwrap_or(slot);
-        for p in &mut self.postings {
-            p.slot = new(p.slot);
+        if let Postings::Long(postings) = &mut self.postings {
+            for p in postings.iter_mut() {
+                p.slot = new(p.slot);
+            }
         }
+        // Short postings hold document indexes, which renumbering keeps.
         for s in &mut self.slots {
             *s = new(*s);
         }
         self.lo = 0;
         self.hi = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+        if self.fits_short() {
+            if let Postings::Long(postings) = &mut self.postings {
+                let long = std::mem::take(postings);
+                self.postings = Postings::new(long, self.lo, true);
+            }
+        }
         self
     }
 }
