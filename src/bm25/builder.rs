@@ -46,7 +46,7 @@ impl Builder {
     ) -> Self {
         let mut b = Self::new(lo, hi);
         b.seg.text = base.text.clone();
-        b.seg.term_ends = base.term_ends.clone();
+        b.seg.offsets = base.offsets.for_building();
         b.seg.table = base.table.clone();
         b.reserve(docs, postings);
         b
@@ -66,13 +66,14 @@ impl Builder {
     pub(crate) fn reserve_terms(&mut self, terms: usize, bytes: usize) {
         let seg = &mut self.seg;
         seg.text.reserve(bytes);
-        seg.term_ends.reserve(terms);
-        let (text, ends) = (&seg.text, &seg.term_ends);
-        seg.table.reserve(terms, |id| hash_of_term(text, ends, id));
+        seg.offsets.ends_mut().reserve(terms);
+        let (text, offsets) = (&seg.text, &seg.offsets);
+        seg.table
+            .reserve(terms, |id| hash_of_term(text, offsets, id));
     }
 
     pub(crate) fn n_terms(&self) -> usize {
-        self.seg.term_ends.len()
+        self.seg.offsets.n_terms()
     }
 
     /// The id of `term` in the segment being built, adding it on first sight.
@@ -81,12 +82,13 @@ impl Builder {
         if let Some(id) = seg.lookup(hash, term) {
             return id;
         }
-        let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
+        let id = u32::try_from(seg.offsets.n_terms()).unwrap_or(NO_TERM);
         seg.text.push_str(term);
-        seg.term_ends.push(offset(seg.text.len()));
-        let (text, ends) = (&seg.text, &seg.term_ends);
+        let end = offset(seg.text.len());
+        seg.offsets.ends_mut().push(end);
+        let (text, offsets) = (&seg.text, &seg.offsets);
         seg.table
-            .insert(hash, id, |id| hash_of_term(text, ends, id));
+            .insert(hash, id, |id| hash_of_term(text, offsets, id));
         id
     }
 
@@ -110,7 +112,7 @@ impl Builder {
     /// Adds one posting of term `id` (for [`Self::finish`] to lay out).
     pub(crate) fn push_posting(&mut self, id: u32, posting: Posting) {
         if self.loose.capacity() == 0 {
-            self.loose.reserve(self.seg.term_ends.capacity());
+            self.loose.reserve(self.seg.offsets.ends_mut().capacity());
         }
         self.loose.push((id, posting));
     }
@@ -163,15 +165,14 @@ impl Builder {
     /// are term `t`'s.
     pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Postings) -> Segment {
         let seg = &mut self.seg;
-        seg.term_starts = starts;
         seg.postings = postings;
         // A merge reserves for every input's terms, most of which it meets again: give back
         // what the dictionary did not use.
         seg.text.shrink_to_fit();
-        seg.term_ends.shrink_to_fit();
-        let (text, ends) = (&seg.text, &seg.term_ends);
-        seg.table.shrink(|id| hash_of_term(text, ends, id));
-        let n_terms = seg.term_ends.len();
+        seg.offsets.finish(starts, seg.text.len());
+        let (text, offsets) = (&seg.text, &seg.offsets);
+        seg.table.shrink(|id| hash_of_term(text, offsets, id));
+        let n_terms = seg.offsets.n_terms();
         seg.doc_terms = TermIds::new(self.doc_terms, n_terms);
         if self.neg_df.iter().any(|&n| n > 0) {
             self.neg_df.resize(n_terms, 0);

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::hash::term_hash;
 use super::postings::{List, Postings, SHORT_MAX_DOCS};
 use super::term_ids::{Ids, TermIds};
+use super::term_offsets::TermOffsets;
 use super::term_table::TermTable;
 
 /// No term: an id no segment gives out.
@@ -29,16 +30,16 @@ pub(crate) struct Segment {
     /// ranges touch, so the segment holding a slot is found by binary search.
     pub(super) lo: u32,
     pub(super) hi: u32,
-    /// Term `i` is `text[term_ends[i - 1]..term_ends[i]]` (one allocation for all terms).
-    /// Offsets here and below are `u32`, half a `usize`: a segment's text, postings and
-    /// document terms stay far below 4 G entries (4 G postings would take 48 GB).
+    /// The terms' text, one after the other (one allocation for all terms). Offsets here and
+    /// below are `u32`, half a `usize`: a segment's text, postings and document terms stay
+    /// far below 4 G entries (4 G postings would take 48 GB).
     pub(super) text: String,
-    pub(super) term_ends: Vec<u32>,
+    /// Where each term's text and postings are.
+    pub(super) offsets: TermOffsets,
     /// Hash → term id.
     pub(super) table: TermTable,
-    /// `postings[term_starts[t]..term_starts[t + 1]]` are term `t`'s, by ascending slot.
-    pub(super) term_starts: Vec<u32>,
-    /// In the short layout when the segment qualifies (see `postings.rs`).
+    /// Laid out by term (see `offsets`), a term's by ascending slot; in the short layout when
+    /// the segment qualifies (see `postings.rs`).
     pub(super) postings: Postings,
     /// Per term, how many removed documents (of older segments) contain it; empty if none.
     pub(super) neg_df: Vec<u32>,
@@ -67,7 +68,7 @@ impl Segment {
     }
 
     pub(crate) fn n_terms(&self) -> usize {
-        self.term_ends.len()
+        self.offsets.n_terms()
     }
 
     pub(crate) fn term(&self, id: u32) -> &str {
@@ -85,7 +86,7 @@ impl Segment {
 
     #[inline]
     fn term_range(&self, id: u32) -> std::ops::Range<usize> {
-        term_range(&self.term_ends, id)
+        self.offsets.text_range(id)
     }
 
     /// Term `id`'s [`term_hash`], computed again rather than stored: merges and removals, the
@@ -99,11 +100,7 @@ impl Segment {
     /// Term `id`'s postings: every document of this segment that contains it, removed or not.
     #[inline]
     pub(crate) fn postings(&self, id: u32) -> List<'_> {
-        let id = id as usize;
-        let (from, to) = match (self.term_starts.get(id), self.term_starts.get(id + 1)) {
-            (Some(&from), Some(&to)) => (from as usize, to as usize),
-            _ => (0, 0),
-        };
+        let (from, to) = self.offsets.postings_range(id);
         self.postings.list(from, to, self.lo, self.hi)
     }
 
@@ -111,11 +108,8 @@ impl Segment {
     /// the list: merges ask it of every term).
     #[inline]
     pub(crate) fn postings_len(&self, id: u32) -> usize {
-        let id = id as usize;
-        match (self.term_starts.get(id), self.term_starts.get(id + 1)) {
-            (Some(&from), Some(&to)) => to.saturating_sub(from) as usize,
-            _ => 0,
-        }
+        let (from, to) = self.offsets.postings_range(id);
+        to.saturating_sub(from)
     }
 
     /// This segment's contribution to term `id`'s document frequency (negative when it records
@@ -197,21 +191,10 @@ impl Segment {
     }
 }
 
-/// Where term `id` lies in a segment's text, given the segment's `term_ends`.
-#[inline]
-fn term_range(term_ends: &[u32], id: u32) -> std::ops::Range<usize> {
-    let id = id as usize;
-    let from = match id.checked_sub(1) {
-        Some(prev) => term_ends.get(prev).map_or(0, |&e| e as usize),
-        None => 0,
-    };
-    from..term_ends.get(id).map_or(from, |&e| e as usize)
-}
-
-/// The [`term_hash`] of term `id` of a segment's `text` and `term_ends`, for rehashing its
+/// The [`term_hash`] of term `id` of a segment's `text` and `offsets`, for rehashing its
 /// dictionary while the dictionary is being changed (so not through a `&Segment`).
-pub(super) fn hash_of_term(text: &str, term_ends: &[u32], id: u32) -> u64 {
-    term_hash(text.get(term_range(term_ends, id)).unwrap_or_default())
+pub(super) fn hash_of_term(text: &str, offsets: &TermOffsets, id: u32) -> u64 {
+    term_hash(text.get(offsets.text_range(id)).unwrap_or_default())
 }
 
 /// `a == b`, comparing terms of up to 16 bytes (most terms) as two overlapping machine words
