@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::postings::Posting;
-use super::segment::{NO_TERM, Segment};
+use super::postings::{Posting, Postings};
+use super::segment::{NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
 
 pub(crate) struct Builder {
@@ -46,7 +46,7 @@ impl Builder {
     ) -> Self {
         let mut b = Self::new(lo, hi);
         b.seg.text = base.text.clone();
-        b.seg.term_ends = base.term_ends.clone();
+        b.seg.offsets = base.offsets.for_building();
         b.seg.table = base.table.clone();
         b.reserve(docs, postings);
         b
@@ -66,12 +66,14 @@ impl Builder {
     pub(crate) fn reserve_terms(&mut self, terms: usize, bytes: usize) {
         let seg = &mut self.seg;
         seg.text.reserve(bytes);
-        seg.term_ends.reserve(terms);
-        seg.table.reserve(terms);
+        seg.offsets.ends_mut().reserve(terms);
+        let (text, offsets) = (&seg.text, &seg.offsets);
+        seg.table
+            .reserve(terms, |id| hash_of_term(text, offsets, id));
     }
 
     pub(crate) fn n_terms(&self) -> usize {
-        self.seg.term_ends.len()
+        self.seg.offsets.n_terms()
     }
 
     /// The id of `term` in the segment being built, adding it on first sight.
@@ -80,10 +82,13 @@ impl Builder {
         if let Some(id) = seg.lookup(hash, term) {
             return id;
         }
-        let id = u32::try_from(seg.term_ends.len()).unwrap_or(NO_TERM);
+        let id = u32::try_from(seg.offsets.n_terms()).unwrap_or(NO_TERM);
         seg.text.push_str(term);
-        seg.term_ends.push(offset(seg.text.len()));
-        seg.table.insert(hash, id);
+        let end = offset(seg.text.len());
+        seg.offsets.ends_mut().push(end);
+        let (text, offsets) = (&seg.text, &seg.offsets);
+        seg.table
+            .insert(hash, id, |id| hash_of_term(text, offsets, id));
         id
     }
 
@@ -107,7 +112,7 @@ impl Builder {
     /// Adds one posting of term `id` (for [`Self::finish`] to lay out).
     pub(crate) fn push_posting(&mut self, id: u32, posting: Posting) {
         if self.loose.capacity() == 0 {
-            self.loose.reserve(self.seg.term_ends.capacity());
+            self.loose.reserve(self.seg.offsets.ends_mut().capacity());
         }
         self.loose.push((id, posting));
     }
@@ -147,36 +152,27 @@ impl Builder {
         for i in 1..starts.len() {
             starts[i] += starts[i - 1];
         }
-        let mut cursor = starts.clone();
-        let empty = Posting {
-            slot: 0,
-            tf: 0.0,
-            dl: 0.0,
+        let postings = if self.seg.fits_short() {
+            let lo = self.seg.lo;
+            Postings::Short(lay_out(&self.loose, &starts, |p| p.short(lo)))
+        } else {
+            Postings::Long(lay_out(&self.loose, &starts, |p| p))
         };
-        let mut postings = vec![empty; self.loose.len()];
-        for &(id, posting) in &self.loose {
-            if let Some(at) = cursor.get_mut(id as usize) {
-                if let Some(p) = postings.get_mut(*at as usize) {
-                    *p = posting;
-                }
-                *at += 1;
-            }
-        }
         self.finish_with(starts, postings)
     }
 
     /// The segment, with postings already laid out by term: `postings[starts[t]..starts[t + 1]]`
     /// are term `t`'s.
-    pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Vec<Posting>) -> Segment {
+    pub(crate) fn finish_with(mut self, starts: Vec<u32>, postings: Postings) -> Segment {
         let seg = &mut self.seg;
-        seg.term_starts = starts;
         seg.postings = postings;
         // A merge reserves for every input's terms, most of which it meets again: give back
         // what the dictionary did not use.
         seg.text.shrink_to_fit();
-        seg.term_ends.shrink_to_fit();
-        seg.table.shrink();
-        let n_terms = seg.term_ends.len();
+        seg.offsets.finish(starts, seg.text.len());
+        let (text, offsets) = (&seg.text, &seg.offsets);
+        seg.table.shrink(|id| hash_of_term(text, offsets, id));
+        let n_terms = seg.offsets.n_terms();
         seg.doc_terms = TermIds::new(self.doc_terms, n_terms);
         if self.neg_df.iter().any(|&n| n > 0) {
             self.neg_df.resize(n_terms, 0);
@@ -198,6 +194,29 @@ impl Builder {
         }
         self.seg
     }
+}
+
+/// `loose` postings `(term, posting)` laid out by term (`starts` being where each term's
+/// postings begin), each as `convert` makes it; a term's keep the order they came in.
+fn lay_out<T: Copy>(
+    loose: &[(u32, Posting)],
+    starts: &[u32],
+    convert: impl Fn(Posting) -> T,
+) -> Vec<T> {
+    let Some(&(_, first)) = loose.first() else {
+        return Vec::new();
+    };
+    let mut cursor = starts.to_vec();
+    let mut postings = vec![convert(first); loose.len()];
+    for &(id, posting) in loose {
+        if let Some(at) = cursor.get_mut(id as usize) {
+            if let Some(p) = postings.get_mut(*at as usize) {
+                *p = convert(posting);
+            }
+            *at += 1;
+        }
+    }
+    postings
 }
 
 /// `n` as a `u32` segment offset (see [`Segment`]: offsets stay far below `u32::MAX`).

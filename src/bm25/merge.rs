@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::builder::{Builder, offset};
-use super::postings::Posting;
+use super::postings::{List, Posting, Postings, SHORT_MAX_DOCS, ShortPosting};
 use super::segment::{NO_TERM, Segment};
 use super::tombstones::Tombstones;
 
@@ -124,9 +124,9 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         input.remap = (0..seg.n_terms())
             .map(|id| {
                 let id = u32::try_from(id).unwrap_or(NO_TERM);
-                let left = seg.postings(id).len() > input.purged_df(id) as usize;
+                let left = seg.postings_len(id) > input.purged_df(id) as usize;
                 let needed =
-                    left || seg.df(id) != seg.postings(id).len() as i64 || input.purged_df(id) > 0;
+                    left || seg.df(id) != seg.postings_len(id) as i64 || input.purged_df(id) > 0;
                 if needed {
                     b.intern(seg.term(id), seg.hash(id))
                 } else {
@@ -143,43 +143,63 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         for id in 0..input.seg.n_terms() {
             let id = u32::try_from(id).unwrap_or(NO_TERM);
             if let Some(n) = starts.get_mut(input.new_id(id) as usize + 1) {
-                *n += offset(input.seg.postings(id).len()) - input.purged_df(id);
+                *n += offset(input.seg.postings_len(id)) - input.purged_df(id);
             }
         }
     }
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
-    let mut cursor = starts.clone();
-    let empty = Posting {
-        slot: 0,
-        tf: 0.0,
-        dl: 0.0,
-    };
-    let mut out = vec![empty; starts.last().map_or(0, |&n| n as usize)];
-    for input in &inputs {
-        for id in 0..input.seg.n_terms() {
-            let id = u32::try_from(id).unwrap_or(NO_TERM);
-            let Some(at) = cursor.get_mut(input.new_id(id) as usize) else {
-                continue;
-            };
-            let list = input.seg.postings(id);
-            if input.purged_df(id) == 0 {
-                let from = *at as usize;
-                if let Some(dst) = out.get_mut(from..from + list.len()) {
-                    dst.copy_from_slice(list);
-                }
-                *at += offset(list.len());
-            } else {
-                for p in list.iter().filter(|p| !is_purged(p.slot)) {
-                    if let Some(dst) = out.get_mut(*at as usize) {
-                        *dst = *p;
+    // The short layout when the merged segment qualifies: its slots stay exactly `lo..hi`
+    // (nothing purged, every input's slots exact) and are few enough.
+    let kept: usize = inputs
+        .iter()
+        .map(|i| i.seg.slots.len() - i.purged.len())
+        .sum();
+    let postings = if kept <= SHORT_MAX_DOCS && kept == hi.saturating_sub(lo) as usize {
+        Postings::Short(copy_lists(
+            &inputs,
+            &starts,
+            is_purged,
+            |p| p.short(lo),
+            |list, dst| {
+                match list {
+                    List::Short {
+                        lo: from, postings, ..
+                    } => {
+                        // Consecutive inputs: this one's documents follow the ones before it.
+                        let shift = from.wrapping_sub(lo) as u16;
+                        for (dst, p) in dst.iter_mut().zip(postings) {
+                            *dst = ShortPosting {
+                                doc: p.doc.wrapping_add(shift),
+                                ..*p
+                            };
+                        }
                     }
-                    *at += 1;
+                    List::Long(list) => {
+                        for (dst, p) in dst.iter_mut().zip(list) {
+                            *dst = p.short(lo);
+                        }
+                    }
                 }
-            }
-        }
-    }
+            },
+        ))
+    } else {
+        Postings::Long(copy_lists(
+            &inputs,
+            &starts,
+            is_purged,
+            |p| p,
+            |list, dst| match list {
+                List::Long(list) => dst.copy_from_slice(list),
+                List::Short { .. } => {
+                    for (dst, p) in dst.iter_mut().zip(list.iter()) {
+                        *dst = p;
+                    }
+                }
+            },
+        ))
+    };
 
     // Documents, removal records and document frequencies of removals.
     for input in &inputs {
@@ -197,7 +217,7 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         }
         for id in 0..seg.n_terms() {
             let id = u32::try_from(id).unwrap_or(NO_TERM);
-            let neg = seg.postings(id).len() as i64 - seg.df(id);
+            let neg = seg.postings_len(id) as i64 - seg.df(id);
             let change = neg - i64::from(input.purged_df(id));
             if change != 0 {
                 b.add_neg_df(input.new_id(id), change);
@@ -209,14 +229,68 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
             }
         }
     }
-    b.finish_with(starts, out)
+    b.finish_with(starts, postings)
+}
+
+/// Every input's postings laid out by merged term (`starts` being where each term's begin),
+/// each as `convert` makes it; `copy` copies a whole list none of whose documents is purged.
+fn copy_lists<T: Copy>(
+    inputs: &[Input<'_>],
+    starts: &[u32],
+    is_purged: impl Fn(u32) -> bool,
+    convert: impl Fn(Posting) -> T,
+    copy: impl Fn(List<'_>, &mut [T]),
+) -> Vec<T> {
+    let empty = convert(Posting {
+        slot: 0,
+        tf: 0.0,
+        dl: 0.0,
+    });
+    let mut cursor = starts.to_vec();
+    let mut out = vec![empty; starts.last().map_or(0, |&n| n as usize)];
+    for input in inputs {
+        for id in 0..input.seg.n_terms() {
+            let id = u32::try_from(id).unwrap_or(NO_TERM);
+            let Some(at) = cursor.get_mut(input.new_id(id) as usize) else {
+                continue;
+            };
+            let list = input.seg.postings(id);
+            if input.purged_df(id) == 0 {
+                let from = *at as usize;
+                if let Some(dst) = out.get_mut(from..from + list.len()) {
+                    copy(list, dst);
+                }
+                *at += offset(list.len());
+            } else {
+                let mut put = |p: Posting| {
+                    if !is_purged(p.slot) {
+                        if let Some(dst) = out.get_mut(*at as usize) {
+                            *dst = convert(p);
+                        }
+                        *at += 1;
+                    }
+                };
+                match list {
+                    List::Long(list) => list.iter().for_each(|&p| put(p)),
+                    List::Short { lo, postings, .. } => postings.iter().for_each(|p| {
+                        put(Posting {
+                            slot: lo + u32::from(p.doc),
+                            tf: p.tf,
+                            dl: p.dl,
+                        })
+                    }),
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether `seg`'s dictionary holds a term with neither postings nor removals.
 fn has_empty_terms(seg: &Segment) -> bool {
     (0..seg.n_terms()).any(|id| {
         let id = u32::try_from(id).unwrap_or(NO_TERM);
-        seg.postings(id).is_empty() && seg.df(id) == 0
+        seg.postings_len(id) == 0 && seg.df(id) == 0
     })
 }
 

@@ -150,6 +150,7 @@ pub(crate) mod short_strings;
 pub mod stem;
 pub mod stop_words;
 mod term_ids;
+mod term_offsets;
 mod term_table;
 pub mod tokenizer;
 mod tombstones;

@@ -16,8 +16,9 @@
 use std::sync::Arc;
 
 use super::hash::term_hash;
-use super::postings::Posting;
+use super::postings::{List, Postings, SHORT_MAX_DOCS};
 use super::term_ids::{Ids, TermIds};
+use super::term_offsets::TermOffsets;
 use super::term_table::TermTable;
 
 /// No term: an id no segment gives out.
@@ -29,16 +30,17 @@ pub(crate) struct Segment {
     /// ranges touch, so the segment holding a slot is found by binary search.
     pub(super) lo: u32,
     pub(super) hi: u32,
-    /// Term `i` is `text[term_ends[i - 1]..term_ends[i]]` (one allocation for all terms).
-    /// Offsets here and below are `u32`, half a `usize`: a segment's text, postings and
-    /// document terms stay far below 4 G entries (4 G postings would take 48 GB).
+    /// The terms' text, one after the other (one allocation for all terms). Offsets here and
+    /// below are `u32`, half a `usize`: a segment's text, postings and document terms stay
+    /// far below 4 G entries (4 G postings would take 48 GB).
     pub(super) text: String,
-    pub(super) term_ends: Vec<u32>,
+    /// Where each term's text and postings are.
+    pub(super) offsets: TermOffsets,
     /// Hash → term id.
     pub(super) table: TermTable,
-    /// `postings[term_starts[t]..term_starts[t + 1]]` are term `t`'s, by ascending slot.
-    pub(super) term_starts: Vec<u32>,
-    pub(super) postings: Vec<Posting>,
+    /// Laid out by term (see `offsets`), a term's by ascending slot; in the short layout when
+    /// the segment qualifies (see `postings.rs`).
+    pub(super) postings: Postings,
     /// Per term, how many removed documents (of older segments) contain it; empty if none.
     pub(super) neg_df: Vec<u32>,
     /// The documents, by ascending slot, with their keys and (weighted) lengths.
@@ -66,7 +68,7 @@ impl Segment {
     }
 
     pub(crate) fn n_terms(&self) -> usize {
-        self.term_ends.len()
+        self.offsets.n_terms()
     }
 
     pub(crate) fn term(&self, id: u32) -> &str {
@@ -84,12 +86,7 @@ impl Segment {
 
     #[inline]
     fn term_range(&self, id: u32) -> std::ops::Range<usize> {
-        let id = id as usize;
-        let from = match id.checked_sub(1) {
-            Some(prev) => self.term_ends.get(prev).map_or(0, |&e| e as usize),
-            None => 0,
-        };
-        from..self.term_ends.get(id).map_or(from, |&e| e as usize)
+        self.offsets.text_range(id)
     }
 
     /// Term `id`'s [`term_hash`], computed again rather than stored: merges and removals, the
@@ -102,15 +99,17 @@ impl Segment {
 
     /// Term `id`'s postings: every document of this segment that contains it, removed or not.
     #[inline]
-    pub(crate) fn postings(&self, id: u32) -> &[Posting] {
-        let id = id as usize;
-        match (self.term_starts.get(id), self.term_starts.get(id + 1)) {
-            (Some(&from), Some(&to)) => self
-                .postings
-                .get(from as usize..to as usize)
-                .unwrap_or_default(),
-            _ => &[],
-        }
+    pub(crate) fn postings(&self, id: u32) -> List<'_> {
+        let (from, to) = self.offsets.postings_range(id);
+        self.postings.list(from, to, self.lo, self.hi)
+    }
+
+    /// How many postings term `id` has (what `self.postings(id).len()` says, without making
+    /// the list: merges ask it of every term).
+    #[inline]
+    pub(crate) fn postings_len(&self, id: u32) -> usize {
+        let (from, to) = self.offsets.postings_range(id);
+        to.saturating_sub(from)
     }
 
     /// This segment's contribution to term `id`'s document frequency (negative when it records
@@ -118,14 +117,19 @@ impl Segment {
     #[inline]
     pub(crate) fn df(&self, id: u32) -> i64 {
         let neg = self.neg_df.get(id as usize).copied().unwrap_or(0);
-        self.postings(id).len() as i64 - i64::from(neg)
+        self.postings_len(id) as i64 - i64::from(neg)
     }
 
     /// The frequency of term `id` in the document at `slot`.
     pub(crate) fn tf(&self, id: u32, slot: u32) -> Option<f32> {
-        let postings = self.postings(id);
-        let at = postings.binary_search_by_key(&slot, |p| p.slot).ok()?;
-        postings.get(at).map(|p| p.tf)
+        self.postings(id).tf(slot)
+    }
+
+    /// Whether this segment may keep its postings in the short layout: its slots are exactly
+    /// `lo..hi` and few enough for 2-byte document indexes.
+    pub(crate) fn fits_short(&self) -> bool {
+        self.slots.len() <= SHORT_MAX_DOCS
+            && self.slots.len() == self.hi.saturating_sub(self.lo) as usize
     }
 
     /// The number of documents (removed or not) and negative records: the size merges see.
@@ -166,16 +170,31 @@ impl Segment {
     /// covering `0..` its document count. Only for a segment without removal records.
     pub(crate) fn renumbered(mut self, slot_of: &[u32]) -> Segment {
         let new = |slot: u32| slot_of.get(slot as usize).copied().unwrap_or(slot);
-        for p in &mut self.postings {
-            p.slot = new(p.slot);
+        if let Postings::Long(postings) = &mut self.postings {
+            for p in postings.iter_mut() {
+                p.slot = new(p.slot);
+            }
         }
+        // Short postings hold document indexes, which renumbering keeps.
         for s in &mut self.slots {
             *s = new(*s);
         }
         self.lo = 0;
         self.hi = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+        if self.fits_short() {
+            if let Postings::Long(postings) = &mut self.postings {
+                let long = std::mem::take(postings);
+                self.postings = Postings::new(long, self.lo, true);
+            }
+        }
         self
     }
+}
+
+/// The [`term_hash`] of term `id` of a segment's `text` and `offsets`, for rehashing its
+/// dictionary while the dictionary is being changed (so not through a `&Segment`).
+pub(super) fn hash_of_term(text: &str, offsets: &TermOffsets, id: u32) -> u64 {
+    term_hash(text.get(offsets.text_range(id)).unwrap_or_default())
 }
 
 /// `a == b`, comparing terms of up to 16 bytes (most terms) as two overlapping machine words
