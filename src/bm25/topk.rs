@@ -1,12 +1,13 @@
 //! Keeping the k best (score, slot) pairs of a stream: higher score first, then smaller key.
 //!
 //! For small k (the common top 10) the first k candidates are collected unsorted and sorted
-//! once; after that the best k stay sorted and a candidate that beats the k-th takes its place:
-//! few candidates beat a warm threshold, and this costs less than any batching (selecting from
-//! a buffer cost a fifth of a query at N = 100). The place is found by counting the better
-//! scores without a data-dependent branch: moving the candidate up by swaps, one compare at a
+//! once, as packed integers; after that the best k stay sorted and a candidate that beats the
+//! k-th takes its place: few candidates beat a warm threshold, and this costs less than any
+//! batching (selecting from a buffer cost a fifth of a query at N = 100). The place is found by
+//! the standard (branch-free) binary search: moving the candidate up by swaps, one compare at a
 //! time, took 18% of a query's time at N = 100 under `perf` (store-to-load stalls and
-//! mispredicted loop exits), counting takes about 7%. For large k, where a
+//! mispredicted loop exits); counting the better items without a branch took about 7%, and
+//! five times the instructions of the search at k = 24. For large k, where a
 //! sorted insert is O(k), candidates are appended to a buffer of about 2k; when it fills,
 //! `select_nth_unstable` keeps the best k, so the work stays linear in the candidates. Either
 //! way the admission threshold is the k-th score. Keys are looked up only to break ties and for
@@ -114,6 +115,9 @@ impl<'b> TopK<'b> {
         score >= self.threshold
     }
 
+    /// Offers a candidate (which [`Self::admits`] should have let through). Inlined into the
+    /// scan: most pushes only append while the top k fills up.
+    #[inline]
     pub(crate) fn push<'k>(
         &mut self,
         score: f32,
@@ -127,35 +131,49 @@ impl<'b> TopK<'b> {
             }
             return;
         }
-        // `better` is `rank(..) == Less` written out, so the common case compares two floats.
-        let better =
-            |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
-        let item = (score, slot);
-        let k = self.k;
-        if self.items.len() + 1 < k {
+        if self.items.len() + 1 < self.k {
             // Filling up: no threshold yet, so order does not matter until the k-th arrives.
-            self.items.push(item);
+            self.items.push((score, slot));
             return;
         }
-        if self.items.len() + 1 == k {
+        self.insert_sorted(score, slot, key);
+    }
+
+    /// [`Self::push`] of small k once the k-th candidate arrives: sort the k, or put a better
+    /// candidate in its place among the sorted k.
+    fn insert_sorted<'k>(
+        &mut self,
+        score: f32,
+        slot: u32,
+        key: &impl Fn(u32) -> Option<&'k Arc<str>>,
+    ) {
+        let item = (score, slot);
+        if self.items.len() + 1 == self.k {
             self.items.push(item);
             sort_best_first(self.items, key);
         } else {
             let items = &mut self.items[..];
+            // `rank(..) == Less` written out, so the common case compares two floats.
+            let better =
+                |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
             if !items.last().is_some_and(|last| better(&item, last)) {
                 return;
             }
             // The candidate's place is the number of items better than it (they are sorted):
-            // counted without a data-dependent branch, then the worse ones move down one place.
-            // Cheaper than moving items one compare at a time, whose loop exit the CPU
-            // mispredicts on every candidate.
-            let (mut at, mut tie) = (0usize, false);
-            for x in items.iter() {
-                at += usize::from(x.0 > score);
-                tie |= x.0 == score;
-            }
-            if tie {
-                at = items.iter().filter(|x| better(x, &item)).count();
+            // those with a higher score, found by binary search (the standard one is
+            // branch-free: counting them in a loop cost five times the instructions, and moving
+            // the candidate up one compare at a time mispredicted its loop exit every time),
+            // then those with the same score and a smaller key.
+            let mut at = items.partition_point(|x| x.0 > score);
+            if items.get(at).is_some_and(|x| x.0 == score) {
+                let mine = key(slot);
+                at += items
+                    .get(at..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|x| x.0 == score)
+                    .filter(|x| key(x.1) < mine)
+                    .count();
             }
             // The last item drops out: a shift by one (`rotate_right` called a generic
             // routine costing more than the rest of the push).
@@ -163,8 +181,8 @@ impl<'b> TopK<'b> {
             if at < end {
                 items.copy_within(at..end, at + 1);
             }
-            if let Some(slot) = items.get_mut(at) {
-                *slot = item;
+            if let Some(place) = items.get_mut(at) {
+                *place = item;
             }
         }
         if let Some(last) = self.items.last() {
