@@ -789,9 +789,14 @@ impl Bm25Index {
     }
 
     /// The segment holding the document at `slot`, and its index there.
+    #[inline]
     fn locate(&self, slot: u32) -> Option<(&Segment, usize)> {
-        let at = self.segments.partition_point(|s| s.hi <= slot);
-        let seg = self.segments.get(at)?;
+        let seg = match &self.segments[..] {
+            // A compacted or bulk-loaded index (a store's, once settled) has one segment: no
+            // search.
+            [only] => only,
+            segments => segments.get(segments.partition_point(|s| s.hi <= slot))?,
+        };
         Some((seg, seg.doc(slot)?))
     }
 
