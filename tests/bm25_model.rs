@@ -359,6 +359,9 @@ fn run(case: &Case) -> Result<(), String> {
                 let q: Vec<(String, f32)> = q.iter().map(|&(t, w)| (term(t), w)).collect();
                 let hits = index.search_weighted(&q, *k, |_| true);
                 check_hits(&hits, &model.search_weighted(&q), *k).map_err(at)?;
+                if index.search_weighted_all(&q, *k) != hits {
+                    return Err(at("search_weighted_all differs from keep-all".to_string()));
+                }
                 for hit in &hits {
                     let got = index.score_weighted(&hit.key, &q);
                     let explained = index.explain_weighted(&hit.key, &q).map(|e| e.score);

@@ -138,6 +138,7 @@ impl Segment {
     }
 
     /// The index of the document at `slot` in this segment.
+    #[inline]
     pub(crate) fn doc(&self, slot: u32) -> Option<usize> {
         // Until a merge drops removed documents, a segment's slots are exactly `lo..hi`.
         if self.slots.len() == self.hi.saturating_sub(self.lo) as usize {

@@ -64,14 +64,20 @@ pub(crate) fn stem_tail(text: &mut String, from: usize) {
 
 /// The stem of `word` as an edit of its end: keep `word[..keep]`, then append `y` if `add_y`.
 /// (Every rule only cuts a suffix, and the two that replace one with `y` end the stemming.)
-fn stem_cut(word: &[u8]) -> (usize, bool) {
-    let unchanged = (word.len(), false);
+#[inline]
+pub(crate) fn stem_cut(word: &[u8]) -> (usize, bool) {
     // Every rule cuts a suffix ending in `s`, `d`, `g` or `e` (a rule after the plural one
     // applies only to what it left, and that left the word whole unless it ended in `s`):
-    // most words end otherwise and are done without looking at their letters.
+    // most words end otherwise and are done without looking at their letters, or a call.
     if !word.last().is_some_and(|&b| may_cut_after(b)) {
-        return unchanged;
+        return (word.len(), false);
     }
+    stem_cut_suffix(word)
+}
+
+/// [`stem_cut`] of a word ending in `s`, `d`, `g` or `e`.
+fn stem_cut_suffix(word: &[u8]) -> (usize, bool) {
+    let unchanged = (word.len(), false);
     if !word.iter().all(u8::is_ascii_lowercase) {
         return unchanged;
     }

@@ -87,8 +87,71 @@ pub(crate) fn is_stop_word_ascii_alphanumeric(part: &[u8]) -> bool {
     for (k, &b) in part.iter().enumerate() {
         packed |= u64::from(b | 0x20) << (56 - 8 * k);
     }
-    PACKED.binary_search(&packed).is_ok()
+    TABLE.contains(packed)
 }
+
+/// [`PACKED`] as a perfect hash table: each stop word alone in its slot, so membership is one
+/// multiply, one load and one compare instead of a binary search (which was most of the check,
+/// made for every identifier part of every query and document).
+struct PerfectTable {
+    multiplier: u64,
+    slots: [u64; TABLE_SLOTS],
+}
+
+/// A power of two, several times the number of stop words so that a collision-free multiplier
+/// is found in a few hundred tries (at compile time).
+const TABLE_SLOTS: usize = 512;
+const TABLE_SHIFT: u32 = 64 - TABLE_SLOTS.trailing_zeros();
+
+impl PerfectTable {
+    const fn slot(multiplier: u64, packed: u64) -> usize {
+        (packed.wrapping_mul(multiplier) >> TABLE_SHIFT) as usize
+    }
+
+    /// The first odd multiplier of a fixed sequence that sends every packed stop word to its
+    /// own slot. Empty slots hold 0, which no word packs to.
+    const fn build() -> Self {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut tries = 0;
+        while tries < 100_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let multiplier = state | 1;
+            let mut slots = [0u64; TABLE_SLOTS];
+            let mut ok = true;
+            let mut i = 0;
+            while i < PACKED.len() {
+                let at = Self::slot(multiplier, PACKED[i]);
+                if slots[at] != 0 {
+                    ok = false;
+                    break;
+                }
+                slots[at] = PACKED[i];
+                i += 1;
+            }
+            if ok {
+                return Self { multiplier, slots };
+            }
+            tries += 1;
+        }
+        // Not reached (the assertion below fails the build if it were).
+        Self {
+            multiplier: 0,
+            slots: [0; TABLE_SLOTS],
+        }
+    }
+
+    #[inline]
+    fn contains(&self, packed: u64) -> bool {
+        packed != 0 && self.slots[Self::slot(self.multiplier, packed)] == packed
+    }
+}
+
+static TABLE: PerfectTable = PerfectTable::build();
+
+// The build found a multiplier (a multiplier is odd).
+const _: () = assert!(PerfectTable::build().multiplier != 0);
 
 #[cfg(test)]
 mod tests {
@@ -142,6 +205,20 @@ mod tests {
                 !is_stop_word_ascii_alphanumeric(other.as_bytes()),
                 "{other}"
             );
+        }
+    }
+
+    #[test]
+    fn the_table_agrees_with_the_list_on_all_short_words() {
+        let alphabet: Vec<char> = ('a'..='z').chain(['0', 'A', 'T']).collect();
+        for len in 1..=3 {
+            crate::bm25::short_strings::for_each_string(&alphabet, len, |w| {
+                assert_eq!(
+                    is_stop_word_ascii_alphanumeric(w.as_bytes()),
+                    is_stop_word(&w.to_lowercase()),
+                    "{w}"
+                );
+            });
         }
     }
 

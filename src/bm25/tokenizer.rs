@@ -6,8 +6,12 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::ascii_words::ascii_words;
 use super::identifier::{ascii_identifier_parts, split_ascii_identifier, split_identifier};
-use super::stem::stem_tail;
+use super::stem::{stem_cut, stem_tail};
 use super::stop_words::{is_stop_word, is_stop_word_ascii_alphanumeric};
+
+/// The stack buffer of the ASCII path: terms gather here and reach the caller's buffer in one
+/// copy (a query message fits; longer texts flush it as it fills).
+const ASCII_BUFFER: usize = 256;
 
 /// How [`Tokenizer`] turns text into terms.
 ///
@@ -151,36 +155,76 @@ impl Tokenizer {
 
     /// [`Self::tokenize_flat`] of ASCII `text` with identifiers split, in one pass: each part
     /// is found over the bytes ([`ascii_identifier_parts`]), checked for a stop word before it
-    /// is copied, then copied, lower-cased and stemmed in place. The same terms as the general
-    /// path (tests check it on random text), a third of the instructions.
+    /// is copied, then copied lower-cased into a small stack buffer and stemmed there; the
+    /// buffer goes to `text_buf` in one copy when full and at the end. The same terms as the
+    /// general path (tests check it on random text), a third of the instructions.
     fn ascii_terms_flat(&self, text: &str, text_buf: &mut String, ends: &mut Vec<usize>) {
-        self.ascii_terms(text, |part| {
-            let at = text_buf.len();
-            text_buf.push_str(part);
-            if let Some(term) = text_buf.get_mut(at..) {
-                term.make_ascii_lowercase();
-            }
-            if self.config.stemming {
-                stem_tail(text_buf, at);
-            }
-            ends.push(text_buf.len());
-        });
+        self.ascii_terms_buffered::<ASCII_BUFFER>(text, text_buf, ends);
     }
 
-    /// Calls `term` with each identifier part of ASCII `text` that is not a stop word to drop,
-    /// as written (ASCII letters and digits): the terms of `text`, before lower-casing and
-    /// stemming.
-    fn ascii_terms<'t>(&self, text: &'t str, mut term: impl FnMut(&'t str)) {
+    /// [`Self::ascii_terms_flat`] with a buffer of `N` bytes (tests use tiny ones, so that
+    /// every flush and the long-part path run on short strings).
+    ///
+    /// Copying each term into the `String` cost a `memcpy` call and a lower-casing pass per
+    /// term; here a part (ASCII letters and digits only) is lower-cased as it is copied
+    /// (`| 0x20` maps `A-Z` to `a-z` and leaves `a-z` and `0-9` as they are), and the buffer,
+    /// checked as UTF-8 once (ASCII: a word at a time), is appended in one copy.
+    fn ascii_terms_buffered<const N: usize>(
+        &self,
+        text: &str,
+        text_buf: &mut String,
+        ends: &mut Vec<usize>,
+    ) {
+        let mut buf = [0u8; N];
+        let mut n = 0;
         let bytes = text.as_bytes();
+        let flush = |buf: &[u8], text_buf: &mut String| {
+            // Always ASCII: letters and digits (and the `y`s the stemmer adds).
+            text_buf.push_str(std::str::from_utf8(buf).unwrap_or_default());
+        };
         ascii_identifier_parts(bytes, |start, end| {
-            let Some(part) = text.get(start..end) else {
+            let Some(part) = bytes.get(start..end) else {
                 return;
             };
-            if self.config.stop_words && is_stop_word_ascii_alphanumeric(part.as_bytes()) {
+            if self.config.stop_words && is_stop_word_ascii_alphanumeric(part) {
                 return;
             }
-            term(part);
+            if n + part.len() > N {
+                flush(buf.get(..n).unwrap_or_default(), text_buf);
+                n = 0;
+            }
+            let Some(out) = buf.get_mut(n..n + part.len()) else {
+                // Longer than the whole buffer: straight into `text_buf`.
+                let at = text_buf.len();
+                text_buf.push_str(text.get(start..end).unwrap_or_default());
+                if let Some(term) = text_buf.get_mut(at..) {
+                    term.make_ascii_lowercase();
+                }
+                if self.config.stemming {
+                    stem_tail(text_buf, at);
+                }
+                ends.push(text_buf.len());
+                return;
+            };
+            for (o, &b) in out.iter_mut().zip(part) {
+                *o = b | 0x20;
+            }
+            let mut len = part.len();
+            if self.config.stemming {
+                let (keep, add_y) = stem_cut(out);
+                len = keep;
+                if add_y {
+                    // `y` replaces a cut suffix, so it fits where the part was.
+                    if let Some(y) = out.get_mut(len) {
+                        *y = b'y';
+                        len += 1;
+                    }
+                }
+            }
+            n += len;
+            ends.push(text_buf.len() + n);
         });
+        flush(buf.get(..n).unwrap_or_default(), text_buf);
     }
 
     /// Calls `part` with each identifier part (or each word, when identifiers are not split)
@@ -292,11 +336,27 @@ mod tests {
             .collect()
     }
 
+    /// The terms of the buffered ASCII path with a buffer of `N` bytes.
+    fn buffered_terms<const N: usize>(t: &Tokenizer, text: &str) -> Vec<String> {
+        let (mut buf, mut ends) = (String::from("prefix"), vec![6]);
+        t.ascii_terms_buffered::<N>(text, &mut buf, &mut ends);
+        ends.windows(2)
+            .map(|w| buf[w[0]..w[1]].to_owned())
+            .collect()
+    }
+
     fn assert_fast_paths_match(text: &str) {
         for t in all_configs() {
             let expected = general_terms(&t, text);
             assert_eq!(flat_terms(&t, text), expected, "{text:?} {:?}", t.config());
             assert_eq!(t.tokenize(text), expected, "{text:?} {:?}", t.config());
+            if t.config().split_identifiers && text.is_ascii() {
+                // Tiny buffers: every flush, and parts longer than the buffer.
+                let c = t.config();
+                assert_eq!(buffered_terms::<1>(&t, text), expected, "{text:?} {c:?}");
+                assert_eq!(buffered_terms::<3>(&t, text), expected, "{text:?} {c:?}");
+                assert_eq!(buffered_terms::<8>(&t, text), expected, "{text:?} {c:?}");
+            }
         }
     }
 

@@ -1,12 +1,13 @@
 //! Keeping the k best (score, slot) pairs of a stream: higher score first, then smaller key.
 //!
 //! For small k (the common top 10) the first k candidates are collected unsorted and sorted
-//! once; after that the best k stay sorted and a candidate that beats the k-th takes its place:
-//! few candidates beat a warm threshold, and this costs less than any batching (selecting from
-//! a buffer cost a fifth of a query at N = 100). The place is found by counting the better
-//! scores without a data-dependent branch: moving the candidate up by swaps, one compare at a
+//! once, as packed integers; after that the best k stay sorted and a candidate that beats the
+//! k-th takes its place: few candidates beat a warm threshold, and this costs less than any
+//! batching (selecting from a buffer cost a fifth of a query at N = 100). The place is found by
+//! the standard (branch-free) binary search: moving the candidate up by swaps, one compare at a
 //! time, took 18% of a query's time at N = 100 under `perf` (store-to-load stalls and
-//! mispredicted loop exits), counting takes about 7%. For large k, where a
+//! mispredicted loop exits); counting the better items without a branch took about 7%, and
+//! five times the instructions of the search at k = 24. For large k, where a
 //! sorted insert is O(k), candidates are appended to a buffer of about 2k; when it fills,
 //! `select_nth_unstable` keeps the best k, so the work stays linear in the candidates. Either
 //! way the admission threshold is the k-th score. Keys are looked up only to break ties and for
@@ -40,6 +41,55 @@ fn rank<'k>(
     b.0.total_cmp(&a.0).then_with(|| key(a.1).cmp(&key(b.1)))
 }
 
+/// `score` as an integer that orders as [`f32::total_cmp`] does, reversed: best first.
+#[inline]
+fn best_first_key(score: f32) -> u32 {
+    // `total_cmp`'s own transformation (negative values get their magnitude bits flipped),
+    // then the sign bit flipped to order as unsigned, then everything flipped to reverse.
+    let bits = score.to_bits() as i32;
+    let ordered = bits ^ (((bits >> 31) as u32) >> 1) as i32;
+    !(ordered as u32 ^ 0x8000_0000)
+}
+
+/// The inverse of [`best_first_key`], to the bit.
+#[inline]
+fn score_of_key(key: u32) -> f32 {
+    let ordered = (!key ^ 0x8000_0000) as i32;
+    f32::from_bits((ordered ^ (((ordered >> 31) as u32) >> 1) as i32) as u32)
+}
+
+/// Sorts `items` by [`rank`]. Up to [`SORTED_UP_TO`] items, as integers: (score key, slot)
+/// packed in a `u64` sorts with the standard library's branch-free networks, where a sort
+/// calling `rank` cost a tenth of a selection (MetaTool, k = 24); then each run of equal
+/// scores, ordered by slot so far, is sorted by key (rare: keys cost two binary searches).
+fn sort_best_first<'k>(items: &mut [(f32, u32)], key: &impl Fn(u32) -> Option<&'k Arc<str>>) {
+    if items.len() > SORTED_UP_TO {
+        items.sort_unstable_by(|a, b| rank(a, b, key));
+        return;
+    }
+    let mut packed = [0u64; SORTED_UP_TO];
+    let packed = packed.get_mut(..items.len()).unwrap_or_default();
+    for (p, &(score, slot)) in packed.iter_mut().zip(items.iter()) {
+        *p = u64::from(best_first_key(score)) << 32 | u64::from(slot);
+    }
+    packed.sort_unstable();
+    let mut ties = false;
+    let mut last = None;
+    for (item, &p) in items.iter_mut().zip(packed.iter()) {
+        let score_key = (p >> 32) as u32;
+        ties |= last == Some(score_key);
+        last = Some(score_key);
+        *item = (score_of_key(score_key), p as u32);
+    }
+    if ties {
+        for run in items.chunk_by_mut(|a, b| a.0.to_bits() == b.0.to_bits()) {
+            if run.len() > 1 {
+                run.sort_unstable_by(|a, b| key(a.1).cmp(&key(b.1)));
+            }
+        }
+    }
+}
+
 impl<'b> TopK<'b> {
     /// An empty top `k`, keeping its candidates in `buffer` (cleared first).
     pub(crate) fn new(k: usize, buffer: &'b mut Vec<(f32, u32)>) -> Self {
@@ -65,6 +115,9 @@ impl<'b> TopK<'b> {
         score >= self.threshold
     }
 
+    /// Offers a candidate (which [`Self::admits`] should have let through). Inlined into the
+    /// scan: most pushes only append while the top k fills up.
+    #[inline]
     pub(crate) fn push<'k>(
         &mut self,
         score: f32,
@@ -78,35 +131,49 @@ impl<'b> TopK<'b> {
             }
             return;
         }
-        // `better` is `rank(..) == Less` written out, so the common case compares two floats.
-        let better =
-            |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
-        let item = (score, slot);
-        let k = self.k;
-        if self.items.len() + 1 < k {
+        if self.items.len() + 1 < self.k {
             // Filling up: no threshold yet, so order does not matter until the k-th arrives.
-            self.items.push(item);
+            self.items.push((score, slot));
             return;
         }
-        if self.items.len() + 1 == k {
+        self.insert_sorted(score, slot, key);
+    }
+
+    /// [`Self::push`] of small k once the k-th candidate arrives: sort the k, or put a better
+    /// candidate in its place among the sorted k.
+    fn insert_sorted<'k>(
+        &mut self,
+        score: f32,
+        slot: u32,
+        key: &impl Fn(u32) -> Option<&'k Arc<str>>,
+    ) {
+        let item = (score, slot);
+        if self.items.len() + 1 == self.k {
             self.items.push(item);
-            self.items.sort_unstable_by(|a, b| rank(a, b, key));
+            sort_best_first(self.items, key);
         } else {
             let items = &mut self.items[..];
+            // `rank(..) == Less` written out, so the common case compares two floats.
+            let better =
+                |a: &(f32, u32), b: &(f32, u32)| a.0 > b.0 || (a.0 == b.0 && key(a.1) < key(b.1));
             if !items.last().is_some_and(|last| better(&item, last)) {
                 return;
             }
             // The candidate's place is the number of items better than it (they are sorted):
-            // counted without a data-dependent branch, then the worse ones move down one place.
-            // Cheaper than moving items one compare at a time, whose loop exit the CPU
-            // mispredicts on every candidate.
-            let (mut at, mut tie) = (0usize, false);
-            for x in items.iter() {
-                at += usize::from(x.0 > score);
-                tie |= x.0 == score;
-            }
-            if tie {
-                at = items.iter().filter(|x| better(x, &item)).count();
+            // those with a higher score, found by binary search (the standard one is
+            // branch-free: counting them in a loop cost five times the instructions, and moving
+            // the candidate up one compare at a time mispredicted its loop exit every time),
+            // then those with the same score and a smaller key.
+            let mut at = items.partition_point(|x| x.0 > score);
+            if items.get(at).is_some_and(|x| x.0 == score) {
+                let mine = key(slot);
+                at += items
+                    .get(at..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|x| x.0 == score)
+                    .filter(|x| key(x.1) < mine)
+                    .count();
             }
             // The last item drops out: a shift by one (`rotate_right` called a generic
             // routine costing more than the rest of the push).
@@ -114,8 +181,8 @@ impl<'b> TopK<'b> {
             if at < end {
                 items.copy_within(at..end, at + 1);
             }
-            if let Some(slot) = items.get_mut(at) {
-                *slot = item;
+            if let Some(place) = items.get_mut(at) {
+                *place = item;
             }
         }
         if let Some(last) = self.items.last() {
@@ -145,7 +212,7 @@ impl<'b> TopK<'b> {
         self.prune(key);
         // Small k keeps its items sorted once there are k of them.
         if self.k > SORTED_UP_TO || self.items.len() < self.k {
-            self.items.sort_unstable_by(|a, b| rank(a, b, key));
+            sort_best_first(self.items, key);
         }
         let mut hits = Vec::with_capacity(self.items.len());
         hits.extend(self.items.iter().filter_map(|&(score, slot)| {
@@ -189,6 +256,61 @@ mod tests {
         for k in [0, 1, 3, 10, 50, 199, 200, 1000] {
             let want: Vec<_> = expected.iter().take(k).cloned().collect();
             assert_eq!(run(k, &refs), want, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn score_keys_order_as_total_cmp_reversed_and_round_trip() {
+        let mut values = vec![
+            f32::NEG_INFINITY,
+            f32::MIN,
+            -1.5,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            1e-40,
+            1.0,
+            1.0000001,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        values.extend((0..2000u32).map(|i| f32::from_bits(i.wrapping_mul(0x9e37_79b9))));
+        for &a in &values {
+            assert_eq!(score_of_key(best_first_key(a)).to_bits(), a.to_bits());
+            for &b in &values {
+                assert_eq!(
+                    best_first_key(a).cmp(&best_first_key(b)),
+                    b.total_cmp(&a),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_integer_sort_is_the_rank_sort() {
+        // Few distinct scores, so most items tie; keys in an order unrelated to slots.
+        let keys: Vec<Arc<str>> = (0..64u32)
+            .map(|i| Arc::from(format!("k{:02}", (i * 37) % 64)))
+            .collect();
+        let key = |slot: u32| keys.get(slot as usize);
+        let mut state = 7u64;
+        for len in 0..=SORTED_UP_TO + 3 {
+            let mut items: Vec<(f32, u32)> = (0..len as u32)
+                .map(|slot| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (((state >> 60) as f32) * 0.25, slot)
+                })
+                .collect();
+            let mut want = items.clone();
+            want.sort_by(|a, b| rank(a, b, &key));
+            sort_best_first(&mut items, &key);
+            assert_eq!(items, want, "{len}");
         }
     }
 
