@@ -245,7 +245,7 @@ impl ContextBuilder {
         let query = own_terms.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
-            .search_weighted(query, p.max_skills, |_| true);
+            .search_weighted_all(query, p.max_skills);
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
@@ -297,12 +297,11 @@ impl ContextBuilder {
         let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
         let index = snapshot.text_index(&TOOLS)?;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
-        let hits = index.search_weighted(query, k, |key| {
-            // Without tag filters every indexed tool passes: no table lookup per hit.
-            if !filtering {
-                return true;
-            }
-            match snapshot.get(&TOOLS, key) {
+        // Without tag filters every indexed tool passes: no table lookup or filter call per hit.
+        let hits = if !filtering {
+            index.search_weighted_all(query, k)
+        } else {
+            index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
                 Ok(Some(tool)) => match self.tag_filter(tool) {
                     None => true,
                     Some(reason) => {
@@ -311,8 +310,8 @@ impl ContextBuilder {
                     }
                 },
                 _ => false,
-            }
-        });
+            })
+        };
         // The filter sees keys in the index's internal order, which depends on the store's
         // history; report them best first, ties by key, so equal stores explain alike.
         let mut filtered: Vec<(String, DropReason, f32)> = filtered
