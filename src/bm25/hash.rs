@@ -12,8 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// showed in the cost of an insert.
 pub(crate) fn term_hash(term: &str) -> u64 {
     let h = strong_hash(term);
-    // Unit tests fold the hash to 6 bits, so that every one of them runs through the
-    // collision chains (which the real hash almost never exercises).
+    // Unit tests fold the hash to 6 bits, so that every one of them meets terms of the same
+    // hash and the text checks decide (which the real hash almost never exercises).
     if cfg!(test) { h & 0x3f } else { h }
 }
 

@@ -114,19 +114,22 @@
 //! [`Bm25Index::settle_bulk_load`] when a transaction at least doubled a table of at most
 //! [`BULK_COMPACT_MAX_DOCS`] documents (`bulk.rs` says why only there).
 //!
-//! Memory (live heap after single inserts, counting allocator; the peers harness's B/doc):
-//! 1,940 B a document at N = 100, 985 at 10,000, 616 on ToolBench, down from 2,815, 1,364 and
-//! 828 when each segment's dictionary was a `HashMap<u64, u32>` (now 4-byte keys: 36 → 16 bytes
-//! a term), offsets were `usize` (now `u32`), merged dictionaries kept the slack of their
-//! reservation, and documents' term ids took 4 bytes (now 2 when a segment has at most 65,536
-//! terms; a term's 64-bit hash, which only merges and removals need, is computed again
-//! rather than stored: 8 bytes a term). The `ln` of the idf is memoised per thread (`idf_memo.rs`) and the length norm
-//! computed once per query. Callgrind on the benches' synthetic corpus at N = 100: 30.1k
-//! instructions a query (31.2k before; compacted to one segment: 24k), flat 17.7k.
+//! Memory (live heap after single inserts, counting allocator; `bm25_search`'s memory table):
+//! 777 B a document at 10,000 and 786 at 100,000 (935 and 888 a session earlier, 1,365 and
+//! 1,089 before that).
+//! A segment's dictionary holds bare 2-byte term ids in a `hashbrown::HashTable` (3 bytes a
+//! bucket; `term_table.rs`); a segment of at most 65,536 documents without gaps in its slots
+//! keeps 10-byte postings (`postings.rs`); a small finished segment packs each term's text end
+//! and postings start into one `u32` (`term_offsets.rs`); offsets are `u32`; documents' term ids
+//! take 2 bytes when a segment has at most 65,536 terms; a term's 64-bit hash, which only merges
+//! and removals need, is computed again rather than stored. The `ln` of the idf is memoised per
+//! thread (`idf_memo.rs`) and the length norm computed once per query. Callgrind on the
+//! benches' synthetic corpus at N = 100 (four segments): 28.3k instructions a query (29.2k at
+//! the start of this session's work on it), flat 17.7k.
 //!
-//! Unit tests fold term hashes to 6 bits so that every one of them exercises the collision
-//! chains; `tests/bm25_model.rs` checks the index against a brute-force scorer after every step
-//! of random write sequences.
+//! Unit tests fold term hashes to 6 bits so that every lookup meets terms of the same hash and
+//! the text check behind the dictionary decides; `tests/bm25_model.rs` checks the index
+//! against a brute-force scorer after every step of random write sequences.
 
 mod analyze;
 mod ascii_words;
