@@ -160,11 +160,12 @@ impl<'b> TopK<'b> {
                 return;
             }
             // The candidate's place is the number of items better than it (they are sorted):
-            // those with a higher score, found by binary search (the standard one is
-            // branch-free: counting them in a loop cost five times the instructions, and moving
-            // the candidate up one compare at a time mispredicted its loop exit every time),
-            // then those with the same score and a smaller key.
-            let mut at = items.partition_point(|x| x.0 > score);
+            // those with a higher score, counted without a branch, then those with the same
+            // score and a smaller key. A binary search takes a fifth of the count's
+            // instructions, but its branches made queries slower: plain top-10 searches at
+            // N = 100 took 5% longer, ToolBench selects (k = 24) 5%. Moving the candidate up
+            // one compare at a time mispredicted its loop exit every time.
+            let mut at: usize = items.iter().map(|x| usize::from(x.0 > score)).sum();
             if items.get(at).is_some_and(|x| x.0 == score) {
                 let mine = key(slot);
                 at += items
