@@ -124,7 +124,7 @@
 //! take 2 bytes when a segment has at most 65,536 terms; a term's 64-bit hash, which only merges
 //! and removals need, is computed again rather than stored. The `ln` of the idf is memoised per
 //! thread (`idf_memo.rs`) and the length norm computed once per query. Callgrind on the
-//! benches' synthetic corpus at N = 100 (four segments): 28.3k instructions a query (29.2k at
+//! benches' synthetic corpus at N = 100 (four segments): 28.7k instructions a query (29.2k at
 //! the start of this session's work on it), flat 17.7k.
 //!
 //! Unit tests fold term hashes to 6 bits so that every lookup meets terms of the same hash and
