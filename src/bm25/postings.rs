@@ -172,44 +172,53 @@ pub(crate) fn accumulate(scores: &mut [f32], list: List<'_>, scorer: &TermScorer
     }
 }
 
-/// [`accumulate`] on postings of the long layout.
-#[inline]
-fn accumulate_long(scores: &mut [f32], postings: &[Posting], scorer: &TermScorer) {
-    if postings.len() < SHORT {
-        // Short lists (small segments) do not repay setting up the blocks.
-        for p in postings {
-            if let Some(score) = scores.get_mut(p.slot as usize) {
-                *score += scorer.score_posting(p.tf, p.dl);
-            }
-        }
-        return;
+/// What the scoring loop reads of a posting, whatever its layout.
+trait Scored: Copy {
+    /// The index of the posting's score in the score array the loop is given.
+    fn at(self) -> usize;
+    fn tf(self) -> f32;
+    fn dl(self) -> f32;
+}
+
+impl Scored for Posting {
+    #[inline]
+    fn at(self) -> usize {
+        self.slot as usize
     }
-    let mut tf = [0.0f32; BLOCK];
-    let mut dl = [0.0f32; BLOCK];
-    let mut contribution = [0.0f32; BLOCK];
-    for block in postings.chunks(BLOCK) {
-        for ((tf, dl), p) in tf.iter_mut().zip(&mut dl).zip(block) {
-            (*tf, *dl) = (p.tf, p.dl);
-        }
-        let n = block.len();
-        let (tf, dl) = (
-            tf.get(..n).unwrap_or_default(),
-            dl.get(..n).unwrap_or_default(),
-        );
-        for ((c, &tf), &dl) in contribution.iter_mut().zip(tf).zip(dl) {
-            *c = scorer.score_posting(tf, dl);
-        }
-        for (c, p) in contribution.iter().zip(block) {
-            if let Some(score) = scores.get_mut(p.slot as usize) {
-                *score += c;
-            }
-        }
+    #[inline]
+    fn tf(self) -> f32 {
+        self.tf
+    }
+    #[inline]
+    fn dl(self) -> f32 {
+        self.dl
     }
 }
 
-/// [`accumulate`] on postings of the short layout (the segment's slots being `lo..hi`): the
-/// same blocks. The scores are first narrowed to the segment's slots, so that a document's
-/// score is at its index, with a bounds check as the long layout's.
+impl Scored for ShortPosting {
+    #[inline]
+    fn at(self) -> usize {
+        usize::from(self.doc)
+    }
+    #[inline]
+    fn tf(self) -> f32 {
+        self.tf
+    }
+    #[inline]
+    fn dl(self) -> f32 {
+        self.dl
+    }
+}
+
+/// [`accumulate`] on postings of the long layout.
+#[inline]
+fn accumulate_long(scores: &mut [f32], postings: &[Posting], scorer: &TermScorer) {
+    accumulate_blocks(scores, postings, scorer);
+}
+
+/// [`accumulate`] on postings of the short layout (the segment's slots being `lo..hi`). The
+/// scores are first narrowed to the segment's slots, so that a document's score is at its
+/// index, with a bounds check as the long layout's.
 #[inline]
 fn accumulate_short(
     scores: &mut [f32],
@@ -218,13 +227,19 @@ fn accumulate_short(
     postings: &[ShortPosting],
     scorer: &TermScorer,
 ) {
-    let Some(scores) = scores.get_mut(lo as usize..hi as usize) else {
-        return;
-    };
+    if let Some(scores) = scores.get_mut(lo as usize..hi as usize) {
+        accumulate_blocks(scores, postings, scorer);
+    }
+}
+
+/// The scoring loop of either layout (one copy of it, compiled for each).
+#[inline]
+fn accumulate_blocks<P: Scored>(scores: &mut [f32], postings: &[P], scorer: &TermScorer) {
     if postings.len() < SHORT {
-        for p in postings {
-            if let Some(score) = scores.get_mut(usize::from(p.doc)) {
-                *score += scorer.score_posting(p.tf, p.dl);
+        // Short lists (small segments) do not repay setting up the blocks.
+        for &p in postings {
+            if let Some(score) = scores.get_mut(p.at()) {
+                *score += scorer.score_posting(p.tf(), p.dl());
             }
         }
         return;
@@ -233,8 +248,8 @@ fn accumulate_short(
     let mut dl = [0.0f32; BLOCK];
     let mut contribution = [0.0f32; BLOCK];
     for block in postings.chunks(BLOCK) {
-        for ((tf, dl), p) in tf.iter_mut().zip(&mut dl).zip(block) {
-            (*tf, *dl) = (p.tf, p.dl);
+        for ((tf, dl), &p) in tf.iter_mut().zip(&mut dl).zip(block) {
+            (*tf, *dl) = (p.tf(), p.dl());
         }
         let n = block.len();
         let (tf, dl) = (
@@ -244,8 +259,8 @@ fn accumulate_short(
         for ((c, &tf), &dl) in contribution.iter_mut().zip(tf).zip(dl) {
             *c = scorer.score_posting(tf, dl);
         }
-        for (c, p) in contribution.iter().zip(block) {
-            if let Some(score) = scores.get_mut(usize::from(p.doc)) {
+        for (c, &p) in contribution.iter().zip(block) {
+            if let Some(score) = scores.get_mut(p.at()) {
                 *score += c;
             }
         }
