@@ -169,3 +169,4 @@ pub use scoring::{
 };
 pub use stop_words::STOP_WORDS;
 pub use tokenizer::{Tokenizer, TokenizerConfig};
+pub(crate) use topk::best_first_key;

@@ -4,10 +4,10 @@
 //! once, as packed integers; after that the best k stay sorted and a candidate that beats the
 //! k-th takes its place: few candidates beat a warm threshold, and this costs less than any
 //! batching (selecting from a buffer cost a fifth of a query at N = 100). The place is found by
-//! the standard (branch-free) binary search: moving the candidate up by swaps, one compare at a
-//! time, took 18% of a query's time at N = 100 under `perf` (store-to-load stalls and
-//! mispredicted loop exits); counting the better items without a branch took about 7%, and
-//! five times the instructions of the search at k = 24. For large k, where a
+//! counting the better scores without a data-dependent branch: moving the candidate up by
+//! swaps, one compare at a time, took 18% of a query's time at N = 100 under `perf`
+//! (store-to-load stalls and mispredicted loop exits), counting takes about 7%; a binary search
+//! took a fifth of the count's instructions at k = 24 but more time. For large k, where a
 //! sorted insert is O(k), candidates are appended to a buffer of about 2k; when it fills,
 //! `select_nth_unstable` keeps the best k, so the work stays linear in the candidates. Either
 //! way the admission threshold is the k-th score. Keys are looked up only to break ties and for
@@ -41,9 +41,10 @@ fn rank<'k>(
     b.0.total_cmp(&a.0).then_with(|| key(a.1).cmp(&key(b.1)))
 }
 
-/// `score` as an integer that orders as [`f32::total_cmp`] does, reversed: best first.
+/// `score` as an integer that orders as [`f32::total_cmp`] does, reversed: best first. Also
+/// the score half of the selection's candidate ranks (`context::candidates`).
 #[inline]
-fn best_first_key(score: f32) -> u32 {
+pub(crate) fn best_first_key(score: f32) -> u32 {
     // `total_cmp`'s own transformation (negative values get their magnitude bits flipped),
     // then the sign bit flipped to order as unsigned, then everything flipped to reverse.
     let bits = score.to_bits() as i32;

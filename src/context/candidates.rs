@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::{Bm25Index, Explanation};
+use crate::bm25::{Bm25Index, Explanation, best_first_key};
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
@@ -244,16 +244,9 @@ struct Rank<'a> {
 
 impl<'a> Rank<'a> {
     fn new(class: u8, score: f32, key: &'a str, at: usize) -> Self {
-        // `f32::total_cmp`'s order as an unsigned integer: flip every bit of a negative number,
-        // only the sign bit of a positive one. Inverted so that a higher score sorts first.
-        let bits = score.to_bits();
-        let ascending = if bits >> 31 == 1 {
-            !bits
-        } else {
-            bits | 1 << 31
-        };
         Rank {
-            order: u64::from(class) << 32 | u64::from(!ascending),
+            // The score as the top k orders it: `f32::total_cmp`'s order, higher first.
+            order: u64::from(class) << 32 | u64::from(best_first_key(score)),
             key,
             at,
         }
