@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use super::builder::{Builder, offset};
-use super::postings::{List, Posting, Postings, SHORT_MAX_DOCS, ShortPosting};
-use super::segment::{NO_TERM, Segment};
+use super::postings::{List, Posting, Postings, ShortPosting};
+use super::segment::{NO_TERM, Segment, fits_short};
 use super::tombstones::Tombstones;
 
 /// The default merge factor: a merge takes `MERGE_FACTOR` segments of one size class. 3 rather
@@ -156,7 +156,7 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
         .iter()
         .map(|i| i.seg.slots.len() - i.purged.len())
         .sum();
-    let postings = if kept <= SHORT_MAX_DOCS && kept == hi.saturating_sub(lo) as usize {
+    let postings = if fits_short(kept, lo, hi) {
         Postings::Short(copy_lists(
             &inputs,
             &starts,
@@ -270,6 +270,8 @@ fn copy_lists<T: Copy>(
                         *at += 1;
                     }
                 };
+                // Matched here rather than through `List::iter`, whose chained halves cost
+                // registrations about 0.9% more instructions (merges after removals run this).
                 match list {
                     List::Long(list) => list.iter().for_each(|&p| put(p)),
                     List::Short { lo, postings, .. } => postings.iter().for_each(|p| {

@@ -62,7 +62,7 @@ impl Segment {
     /// The id of `term` (whose [`super::hash::term_hash`] is `hash`), if this segment has it.
     #[inline]
     pub(crate) fn lookup(&self, hash: u64, term: &str) -> Option<u32> {
-        // The table compared the upper half of the hash; the text decides.
+        // The table matched a 7-bit tag of the hash; the text decides.
         self.table
             .find(hash, |id| same_bytes(self.term_bytes(id), term.as_bytes()))
     }
@@ -128,8 +128,7 @@ impl Segment {
     /// Whether this segment may keep its postings in the short layout: its slots are exactly
     /// `lo..hi` and few enough for 2-byte document indexes.
     pub(crate) fn fits_short(&self) -> bool {
-        self.slots.len() <= SHORT_MAX_DOCS
-            && self.slots.len() == self.hi.saturating_sub(self.lo) as usize
+        fits_short(self.slots.len(), self.lo, self.hi)
     }
 
     /// The number of documents (removed or not) and negative records: the size merges see.
@@ -141,7 +140,7 @@ impl Segment {
     #[inline]
     pub(crate) fn doc(&self, slot: u32) -> Option<usize> {
         // Until a merge drops removed documents, a segment's slots are exactly `lo..hi`.
-        if self.slots.len() == self.hi.saturating_sub(self.lo) as usize {
+        if slots_exact(self.slots.len(), self.lo, self.hi) {
             return slot
                 .checked_sub(self.lo)
                 .map(|d| d as usize)
@@ -190,6 +189,19 @@ impl Segment {
         }
         self
     }
+}
+
+/// Whether `docs` documents over the slots `lo..hi` are one to a slot: no slot left by a
+/// dropped document.
+#[inline]
+fn slots_exact(docs: usize, lo: u32, hi: u32) -> bool {
+    docs == hi.saturating_sub(lo) as usize
+}
+
+/// Whether a segment of `docs` documents over the slots `lo..hi` may keep its postings in the
+/// short layout: its slots exactly `lo..hi`, and few enough for 2-byte document indexes.
+pub(super) fn fits_short(docs: usize, lo: u32, hi: u32) -> bool {
+    docs <= SHORT_MAX_DOCS && slots_exact(docs, lo, hi)
 }
 
 /// The [`term_hash`] of term `id` of a segment's `text` and `offsets`, for rehashing its
