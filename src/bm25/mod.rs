@@ -52,8 +52,9 @@
 //!   (3) segments have the same size class (⌊log₃ records⌋), they become one; each document is
 //!   merged about log₃ N times. A merge that takes in both a removed document and its removal
 //!   record drops the pair. Slots never change, so the key → slot map needs no update; when
-//!   removals leave more dead slots than live ones (plus 256), or on [`Bm25Index::compact`], all
-//!   segments merge into one and slots are renumbered densely.
+//!   removals leave more than one dead slot per 8 live documents (plus 256), or on
+//!   [`Bm25Index::compact`], all segments merge into one and slots are renumbered densely (a
+//!   removed document's postings stay, and queries walk them, until a merge drops them).
 //! - **Queries** hash each distinct query term once, probe each segment's dictionary, sum
 //!   `df`, then score every posting into a dense `f32` array indexed by slot with the length
 //!   norm computed in the loop (`N`, `avgdl` and `df` change with every write, so nothing is
