@@ -2,6 +2,13 @@
 //! `ContextBuilder::select` on snapshots for a fixed time while one writer thread upserts one
 //! tool and commits every millisecond.
 //!
+//! The store changes under the writer (each upsert leaves a dead document behind until a
+//! merge drops it), so phases run after a warm-up that brings the store to its steady state
+//! ([`warm_up`]) and in the order 1, 2, 2, 1 readers ([`PHASE_ORDER`]): a phase run later does
+//! not find a different store from the one before it. When the phases ran 1 then 2 on the
+//! freshly built store, the second one found a store with 5,000 more dead documents and its
+//! readers were slower for that alone.
+//!
 //! Readers take `Store::snapshot()` (an `ArcSwap` load: no lock, never waits for a writer) and
 //! select on it; the writer holds the store's writer lock only against other writers. The
 //! reader loop times every `snapshot()` call, so the report shows the longest one (a wait on
@@ -17,6 +24,27 @@ use capstore::context::Turn;
 use capstore::{Store, TOOLS, Tool};
 
 use crate::contenders::select_builder;
+
+/// Reader counts of the phases, in the order they run: each count's phases are summed.
+pub const PHASE_ORDER: [usize; 4] = [1, 2, 2, 1];
+
+/// The changed definition the writer upserts at its `revision`-th commit.
+fn revised(tools: &[Tool], revision: u64) -> Tool {
+    let mut tool = tools[revision as usize % tools.len()].clone();
+    tool.description = format!("{} revision {revision}", tool.description);
+    tool
+}
+
+/// Upserts `commits` revisions as fast as it can (untimed), numbered from `*revision`, so that
+/// the phases find the store in the state steady writing keeps it in.
+pub fn warm_up(store: &Store, tools: &[Tool], revision: &mut u64, commits: u64) {
+    for _ in 0..commits {
+        store
+            .write(|tx| tx.upsert(&TOOLS, revised(tools, *revision)).map(|_| ()))
+            .expect("upsert");
+        *revision += 1;
+    }
+}
 
 pub struct Phase {
     pub readers: usize,
@@ -55,6 +83,21 @@ impl Phase {
     pub fn selects_per_sec(&self) -> f64 {
         self.selects as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// The phases of `readers` readers among `phases`, as one (counts and times summed).
+    pub fn combined(phases: &[Phase], readers: usize) -> Phase {
+        let of = || phases.iter().filter(move |p| p.readers == readers);
+        Phase {
+            readers,
+            selects: of().map(|p| p.selects).sum(),
+            elapsed: of().map(|p| p.elapsed).sum(),
+            commits: of().map(|p| p.commits).sum(),
+            commits_due: of().map(|p| p.commits_due).sum(),
+            max_snapshot: of().map(|p| p.max_snapshot).max().unwrap_or_default(),
+            versions_seen: of().map(|p| p.versions_seen).sum(),
+            reader_cpu: of().map(|p| p.reader_cpu).sum(),
+        }
+    }
 }
 
 struct ReaderStats {
@@ -64,14 +107,17 @@ struct ReaderStats {
     cpu: Option<Duration>,
 }
 
-/// One phase: `readers` reader threads and the writer, for `duration`.
+/// One phase: `readers` reader threads and the writer, for `duration`; the writer's
+/// revisions continue from `*revision`.
 pub fn phase(
     store: &Store,
     tools: &[Tool],
     messages: &Arc<Vec<String>>,
     readers: usize,
     duration: Duration,
+    revision: &mut u64,
 ) -> Phase {
+    let first_revision = *revision;
     let stop = Arc::new(AtomicBool::new(false));
     thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -88,9 +134,7 @@ pub fn phase(
                     next = now;
                 }
                 // Upsert a changed definition of one existing tool.
-                let i = commits as usize % tools.len();
-                let mut tool = tools[i].clone();
-                tool.description = format!("{} revision {commits}", tool.description);
+                let tool = revised(tools, first_revision + commits);
                 store
                     .write(|tx| tx.upsert(&TOOLS, tool).map(|_| ()))
                     .expect("upsert");
@@ -142,6 +186,7 @@ pub fn phase(
             .map(|h| h.join().expect("reader"))
             .collect();
         let (commits, writer_time) = writer.join().expect("writer");
+        *revision += commits;
         Phase {
             readers,
             selects: stats.iter().map(|s| s.selects).sum(),

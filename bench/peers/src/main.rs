@@ -377,14 +377,20 @@ fn main() {
     let store = synthetic_store::store_with_skills(&c.tools);
     let messages = Arc::new(c.messages.clone());
     let duration = if args.quick {
-        Duration::from_secs(2)
+        Duration::from_secs(1)
     } else {
-        Duration::from_secs(5)
+        Duration::from_secs(3)
     };
-    let phases: Vec<concurrency::Phase> = [1, 2]
+    let mut revision = 0;
+    // Past the first merge of everything that steady upserts cause (one dead document per
+    // 8 live ones, plus 256), so that no phase finds the freshly built store.
+    let warm_up = (CONCURRENCY_N / 4) as u64;
+    concurrency::warm_up(&store, &c.tools, &mut revision, warm_up);
+    let runs: Vec<concurrency::Phase> = concurrency::PHASE_ORDER
         .iter()
-        .map(|&r| concurrency::phase(&store, &c.tools, &messages, r, duration))
+        .map(|&r| concurrency::phase(&store, &c.tools, &messages, r, duration, &mut revision))
         .collect();
+    let phases = [1, 2].map(|r| concurrency::Phase::combined(&runs, r));
 
     println!(
         "capstore-peers{}: {}; queries timed one at a time on one thread; finished in {:.0?}.",
@@ -397,9 +403,11 @@ fn main() {
     print_agreement_notes(&rows);
     println!();
     println!(
-        "Concurrency: {} synthetic tools with skills; readers loop `snapshot()` + `ContextBuilder::select` (explain off); one writer upserts one tool and commits every 1 ms; {} s per phase.",
+        "Concurrency: {} synthetic tools with skills; readers loop `snapshot()` + `ContextBuilder::select` (explain off); one writer upserts one tool and commits every 1 ms; after {} untimed upserts, phases of {} s with {} readers, summed per reader count.",
         fmt_int(CONCURRENCY_N as u64),
-        duration.as_secs()
+        fmt_int(warm_up),
+        duration.as_secs(),
+        concurrency::PHASE_ORDER.map(|r| r.to_string()).join(", ")
     );
     println!();
     println!(
