@@ -1,7 +1,8 @@
 //! The store's write and read paths at 10,000 tools: registering one tool (commit included;
 //! alternating with an untimed delete, and as a run of inserts that pays every merge),
-//! deleting one, registering 10,000 in one transaction, taking a snapshot, and a full-store
-//! search (tokenize + BM25 + record lookup).
+//! deleting one, upserting changed definitions in turn (a steady writer), registering 10,000 in
+//! one transaction, taking a snapshot, and a full-store search (tokenize + BM25 + record
+//! lookup).
 //!
 //! Run: `cargo bench --bench store_write`.
 
@@ -108,6 +109,35 @@ fn bench_store(c: &mut Criterion) {
                 store.write(|tx| tx.insert(&TOOLS, tool)).expect("restore");
             }
             total
+        })
+    });
+
+    // Steady revisions: upsert a changed definition of each tool in turn, as a writer revising
+    // tools does (the concurrency test of `bench/peers` commits these every millisecond). Each
+    // upsert leaves a dead document in the text index until a merge drops it, and the write
+    // that leaves one per 8 live ones merges everything, so this figure's mean (merges
+    // included) is the cost a steady writer pays. 2,500 untimed upserts first: past the first
+    // merge of everything, into the steady state.
+    let revised = filled_store(&tools);
+    let mut revision = 0usize;
+    let mut upsert_next = |store: &Store| {
+        let mut tool = tools[revision % tools.len()].clone();
+        tool.description = format!("{} revision {revision}", tool.description);
+        revision += 1;
+        store
+            .write(|tx| tx.upsert(&TOOLS, tool).map(|_| ()))
+            .expect("upsert")
+    };
+    for _ in 0..2_500 {
+        upsert_next(&revised);
+    }
+    group.bench_function("upsert_changed_into_10k_steady", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(upsert_next(&revised));
+            }
+            start.elapsed()
         })
     });
 
