@@ -1,5 +1,7 @@
 //! Turning a turn into weighted query terms, and finding tool names written in the message.
 
+use std::cell::Cell;
+
 use crate::Tool;
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
@@ -36,16 +38,27 @@ pub(crate) fn weighted_terms<R: Record>(
     table: &Table<R>,
     texts: &[(&str, f32)],
 ) -> Result<QueryTerms, StoreError> {
+    with_term_scratch(|TermScratch { ends, terms }| {
+        weighted_terms_in(snapshot, table, texts, ends, terms)
+    })
+}
+
+/// [`weighted_terms`], in the buffers of a [`TermScratch`].
+fn weighted_terms_in<R: Record>(
+    snapshot: &Snapshot,
+    table: &Table<R>,
+    texts: &[(&str, f32)],
+    ends: &mut Vec<usize>,
+    terms: &mut Vec<(u64, usize, usize, f32)>,
+) -> Result<QueryTerms, StoreError> {
     let mut buf = String::new();
-    let mut ends: Vec<usize> = Vec::new();
     // (the term's first 8 bytes as a big-endian integer, start, end, weight): most terms
     // differ in their first bytes, and comparing those as one integer is a fraction of
     // comparing the strings.
-    let mut terms: Vec<(u64, usize, usize, f32)> = Vec::new();
     for (text, weight) in texts {
         let mut start = buf.len();
         ends.clear();
-        snapshot.tokenize_flat(table, text, &mut buf, &mut ends)?;
+        snapshot.tokenize_flat(table, text, &mut buf, ends)?;
         let bytes = buf.as_bytes();
         terms.extend(ends.iter().map(|&end| {
             let term = bytes.get(start..end).unwrap_or_default();
@@ -84,10 +97,42 @@ pub(crate) fn weighted_terms<R: Record>(
         same
     });
     let terms = terms
-        .into_iter()
-        .map(|(_, start, end, weight)| (start, end, weight))
+        .iter()
+        .map(|&(_, start, end, weight)| (start, end, weight))
         .collect();
     Ok(QueryTerms::from_buffer(buf, terms))
+}
+
+/// [`weighted_terms`]' working buffers, reused across selections on each thread: allocating
+/// them was two of a selection's dozen allocations.
+#[derive(Default)]
+struct TermScratch {
+    /// Each term's end in the text buffer.
+    ends: Vec<usize>,
+    /// Each term's sort key, place and weight.
+    terms: Vec<(u64, usize, usize, f32)>,
+}
+
+/// Buffers grown past this many entries (a huge message) are freed, not kept.
+const KEEP_SCRATCH: usize = 1 << 12;
+
+thread_local! {
+    static TERM_SCRATCH: Cell<TermScratch> = const {
+        Cell::new(TermScratch { ends: Vec::new(), terms: Vec::new() })
+    };
+}
+
+/// Runs `f` on this thread's [`TermScratch`] (or on fresh buffers, if it is in use).
+fn with_term_scratch<T>(f: impl FnOnce(&mut TermScratch) -> T) -> T {
+    let mut scratch = TERM_SCRATCH.try_with(Cell::take).unwrap_or_default();
+    let result = f(&mut scratch);
+    if scratch.ends.capacity().max(scratch.terms.capacity()) <= KEEP_SCRATCH {
+        scratch.ends.clear();
+        scratch.terms.clear();
+        // Ignored failure: the thread is exiting, the buffers are simply freed.
+        let _ = TERM_SCRATCH.try_with(|cell| cell.set(scratch));
+    }
+    result
 }
 
 /// Whether a byte is one of the characters that end a mention in prose but are never part of a
