@@ -9,6 +9,7 @@
 //! one of their tokens), so its buffers can live in the per-thread scratch and be refilled by
 //! the next query without allocating.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use super::hash::term_hash;
@@ -97,7 +98,10 @@ impl<'q> HashedQuery<'q> {
     /// The query of `terms`, which must be distinct (each term once, with the sum of its
     /// weights), as a selection's query terms are.
     pub(crate) fn new(terms: &'q [(&'q str, f32)]) -> Self {
-        let mut order: Vec<u128> = Vec::with_capacity(terms.len());
+        // The buffer of the last query on this thread, if it is free: allocating one was one
+        // of a selection's dozen allocations.
+        let mut order = ORDER.try_with(Cell::take).unwrap_or_default();
+        order.clear();
         order.extend(
             terms
                 .iter()
@@ -121,6 +125,22 @@ impl<'q> HashedQuery<'q> {
     pub(crate) fn len(&self) -> usize {
         self.order.len()
     }
+}
+
+/// Hands the order's buffer back to the thread for the next query, unless a huge query grew it.
+impl Drop for HashedQuery<'_> {
+    fn drop(&mut self) {
+        let order = std::mem::take(&mut self.order);
+        if order.capacity() <= 1 << 12 {
+            // Ignored failure: the thread is exiting, the buffer is simply freed.
+            let _ = ORDER.try_with(|cell| cell.set(order));
+        }
+    }
+}
+
+thread_local! {
+    /// A free [`HashedQuery`] order buffer.
+    static ORDER: Cell<Vec<u128>> = const { Cell::new(Vec::new()) };
 }
 
 /// What the scorers need of one version of the index.

@@ -134,6 +134,8 @@ impl ContextBuilder {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
         }
         self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
+        // Its buffer goes back to the thread for the next turn.
+        drop(hashed);
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
             query: &terms,
