@@ -167,8 +167,9 @@ impl Tokenizer {
     ///
     /// Copying each term into the `String` cost a `memcpy` call and a lower-casing pass per
     /// term; here a part (ASCII letters and digits only) is lower-cased as it is copied
-    /// (`| 0x20` maps `A-Z` to `a-z` and leaves `a-z` and `0-9` as they are), and the buffer,
-    /// checked as UTF-8 once (ASCII: a word at a time), is appended in one copy.
+    /// (`| 0x20` maps `A-Z` to `a-z` and leaves `a-z` and `0-9` as they are; a part of at most
+    /// 8 bytes as one word, see [`lower_word`]), and the buffer, checked as UTF-8 once (ASCII:
+    /// a word at a time), is appended in one copy.
     fn ascii_terms_buffered<const N: usize>(
         &self,
         text: &str,
