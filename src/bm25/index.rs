@@ -13,7 +13,7 @@ use super::error::Bm25Error;
 use super::hash::StrState;
 use super::merge::{MERGE_FACTOR, merge, next_merge};
 use super::postings::{Posting, accumulate};
-use super::query::Corpus;
+use super::query::{Corpus, HashedQuery};
 use super::query::{Prepared, QueryTerm};
 use super::scoring::Explanation;
 use super::scratch::with_scratch;
@@ -524,8 +524,31 @@ impl Bm25Index {
         if k == 0 || len == 0 {
             return Vec::new();
         }
+        let prepare =
+            |corpus: &Corpus<'_>, out: &mut Prepared| corpus.prepare_into(out, len, token);
+        self.run_prepared(prepare, k, keep)
+    }
+
+    /// [`search_weighted_all`](Self::search_weighted_all) of a query hashed and ordered
+    /// once for several indexes (see [`HashedQuery`]): the same hits.
+    pub(crate) fn search_hashed_all(&self, query: &HashedQuery<'_>, k: usize) -> Vec<Hit> {
+        if k == 0 || query.len() == 0 {
+            return Vec::new();
+        }
+        let prepare =
+            |corpus: &Corpus<'_>, out: &mut Prepared| corpus.prepare_hashed_into(out, query);
+        self.run_prepared(prepare, k, None)
+    }
+
+    /// [`Self::run`] of a query that `prepare` prepares in the scratch.
+    fn run_prepared(
+        &self,
+        prepare: impl FnOnce(&Corpus<'_>, &mut Prepared),
+        k: usize,
+        keep: Option<&dyn Fn(&str) -> bool>,
+    ) -> Vec<Hit> {
         with_scratch(|scratch| {
-            self.corpus().prepare_into(&mut scratch.query, len, token);
+            prepare(&self.corpus(), &mut scratch.query);
             if scratch.query.terms.is_empty() {
                 return Vec::new();
             }

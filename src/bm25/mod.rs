@@ -165,6 +165,7 @@ pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
 pub use index::{Bm25Index, CorpusStats, Hit};
+pub(crate) use query::HashedQuery;
 pub use scoring::{
     Bm25Params, DEFAULT_B, DEFAULT_K1, Explanation, TermExplanation, TermScorer, idf,
 };

@@ -90,6 +90,15 @@ pub(crate) fn is_stop_word_ascii_alphanumeric(part: &[u8]) -> bool {
     TABLE.contains(packed)
 }
 
+/// [`is_stop_word_ascii_alphanumeric`] of a part of `len` bytes given as one word: `lower`
+/// holds its bytes lower-cased, the first in the lowest byte, zeros above the part (as the
+/// tokenizer loads a part of at most 8 bytes).
+#[inline]
+pub(crate) fn is_stop_word_lower_word(lower: u64, len: usize) -> bool {
+    // Byte-swapped, the word is the part packed as [`pack`] does.
+    len <= LONGEST && TABLE.contains(lower.swap_bytes())
+}
+
 /// [`PACKED`] as a perfect hash table: each stop word alone in its slot, so membership is one
 /// multiply, one load and one compare instead of a binary search (which was most of the check,
 /// made for every identifier part of every query and document).
@@ -180,6 +189,34 @@ mod tests {
         for w in STOP_WORDS {
             assert!(is_stop_word(w), "{w}");
             assert_eq!(*w, w.to_lowercase());
+        }
+    }
+
+    #[test]
+    fn the_word_check_agrees_with_the_byte_check() {
+        let words = STOP_WORDS.iter().map(|w| w.to_string());
+        let others = ["x", "thex", "a1", "weather", "shoul", "Ab", "PLEASE", "0"].map(String::from);
+        for w in words.chain(others) {
+            for variant in [
+                w.clone(),
+                w.to_uppercase(),
+                format!("{w}s"),
+                format!("x{w}"),
+            ] {
+                let bytes = variant.as_bytes();
+                if bytes.len() > 8 {
+                    continue;
+                }
+                let lower = bytes
+                    .iter()
+                    .rev()
+                    .fold(0u64, |acc, &b| acc << 8 | u64::from(b | 0x20));
+                assert_eq!(
+                    is_stop_word_lower_word(lower, bytes.len()),
+                    is_stop_word_ascii_alphanumeric(bytes),
+                    "{variant}"
+                );
+            }
         }
     }
 

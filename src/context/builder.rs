@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::Hit;
+use crate::bm25::{HashedQuery, Hit};
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
@@ -108,8 +108,10 @@ impl ContextBuilder {
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The terms as the searches take them, borrowed from `query`.
         let terms: Vec<(&str, f32)> = query.iter().collect();
+        // Hashed and ordered once for both searches (tools and skills).
+        let hashed = HashedQuery::new(&terms);
         // Searched first so that the candidates can borrow the hits' keys; added in turn below.
-        let (hits, filtered) = self.search_tools(snapshot, &terms)?;
+        let (hits, filtered) = self.search_tools(snapshot, &terms, &hashed)?;
         let mut candidates = Candidates::new(snapshot)?;
         // Room for the usual near misses and skills: growing these lists one push at a time
         // was a few hundred instructions a turn.
@@ -131,7 +133,9 @@ impl ContextBuilder {
         for key in &turn.discovered {
             candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
         }
-        self.add_matched_skills(snapshot, &texts, &terms, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
+        // Its buffer goes back to the thread for the next turn.
+        drop(hashed);
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
             query: &terms,
@@ -222,12 +226,12 @@ impl ContextBuilder {
     }
 
     /// The skills the turn's `texts` match, with their tools; `tools_query` is the texts'
-    /// query for the tools table.
+    /// query for the tools table, hashed.
     fn add_matched_skills<'a>(
         &self,
         snapshot: &'a Snapshot,
         texts: &[(&str, f32)],
-        tools_query: &[(&str, f32)],
+        tools_query: &HashedQuery<'_>,
         candidates: &mut Candidates<'a>,
         skills: &mut Vec<MatchedSkill>,
     ) -> Result<(), SelectError> {
@@ -242,10 +246,11 @@ impl ContextBuilder {
             Some(weighted_terms(snapshot, &SKILLS, texts)?)
         };
         let own_terms: Option<Vec<(&str, f32)>> = own_query.as_ref().map(|q| q.iter().collect());
-        let query = own_terms.as_deref().unwrap_or(tools_query);
+        let own_hashed = own_terms.as_deref().map(HashedQuery::new);
+        let query = own_hashed.as_ref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
-            .search_weighted_all(query, p.max_skills);
+            .search_hashed_all(query, p.max_skills);
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
@@ -285,11 +290,12 @@ impl ContextBuilder {
     }
 
     /// The tools' BM25 search: the hits that pass the tag filters, and those the filters cut,
-    /// as dropped entries.
+    /// as dropped entries. `hashed` is `query`, hashed.
     fn search_tools(
         &self,
         snapshot: &Snapshot,
         query: &[(&str, f32)],
+        hashed: &HashedQuery<'_>,
     ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
         // Enough beyond the limit to report the near misses.
@@ -299,7 +305,7 @@ impl ContextBuilder {
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
         // Without tag filters every indexed tool passes: no table lookup or filter call per hit.
         let hits = if !filtering {
-            index.search_weighted_all(query, k)
+            index.search_hashed_all(hashed, k)
         } else {
             index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
                 Ok(Some(tool)) => match self.tag_filter(tool) {

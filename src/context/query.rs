@@ -1,5 +1,7 @@
 //! Turning a turn into weighted query terms, and finding tool names written in the message.
 
+use std::cell::Cell;
+
 use crate::Tool;
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
@@ -36,16 +38,27 @@ pub(crate) fn weighted_terms<R: Record>(
     table: &Table<R>,
     texts: &[(&str, f32)],
 ) -> Result<QueryTerms, StoreError> {
+    with_term_scratch(|TermScratch { ends, terms }| {
+        weighted_terms_in(snapshot, table, texts, ends, terms)
+    })
+}
+
+/// [`weighted_terms`], in the buffers of a [`TermScratch`].
+fn weighted_terms_in<R: Record>(
+    snapshot: &Snapshot,
+    table: &Table<R>,
+    texts: &[(&str, f32)],
+    ends: &mut Vec<usize>,
+    terms: &mut Vec<(u64, usize, usize, f32)>,
+) -> Result<QueryTerms, StoreError> {
     let mut buf = String::new();
-    let mut ends: Vec<usize> = Vec::new();
     // (the term's first 8 bytes as a big-endian integer, start, end, weight): most terms
     // differ in their first bytes, and comparing those as one integer is a fraction of
     // comparing the strings.
-    let mut terms: Vec<(u64, usize, usize, f32)> = Vec::new();
     for (text, weight) in texts {
         let mut start = buf.len();
         ends.clear();
-        snapshot.tokenize_flat(table, text, &mut buf, &mut ends)?;
+        snapshot.tokenize_flat(table, text, &mut buf, ends)?;
         let bytes = buf.as_bytes();
         terms.extend(ends.iter().map(|&end| {
             let term = bytes.get(start..end).unwrap_or_default();
@@ -84,10 +97,42 @@ pub(crate) fn weighted_terms<R: Record>(
         same
     });
     let terms = terms
-        .into_iter()
-        .map(|(_, start, end, weight)| (start, end, weight))
+        .iter()
+        .map(|&(_, start, end, weight)| (start, end, weight))
         .collect();
     Ok(QueryTerms::from_buffer(buf, terms))
+}
+
+/// [`weighted_terms`]' working buffers, reused across selections on each thread: allocating
+/// them was two of a selection's dozen allocations.
+#[derive(Default)]
+struct TermScratch {
+    /// Each term's end in the text buffer.
+    ends: Vec<usize>,
+    /// Each term's sort key, place and weight.
+    terms: Vec<(u64, usize, usize, f32)>,
+}
+
+/// Buffers grown past this many entries (a huge message) are freed, not kept.
+const KEEP_SCRATCH: usize = 1 << 12;
+
+thread_local! {
+    static TERM_SCRATCH: Cell<TermScratch> = const {
+        Cell::new(TermScratch { ends: Vec::new(), terms: Vec::new() })
+    };
+}
+
+/// Runs `f` on this thread's [`TermScratch`] (or on fresh buffers, if it is in use).
+fn with_term_scratch<T>(f: impl FnOnce(&mut TermScratch) -> T) -> T {
+    let mut scratch = TERM_SCRATCH.try_with(Cell::take).unwrap_or_default();
+    let result = f(&mut scratch);
+    if scratch.ends.capacity().max(scratch.terms.capacity()) <= KEEP_SCRATCH {
+        scratch.ends.clear();
+        scratch.terms.clear();
+        // Ignored failure: the thread is exiting, the buffers are simply freed.
+        let _ = TERM_SCRATCH.try_with(|cell| cell.set(scratch));
+    }
+    result
 }
 
 /// Whether a byte is one of the characters that end a mention in prose but are never part of a
@@ -173,33 +218,66 @@ fn mention_words<'m, E>(
         return message.split_whitespace().try_for_each(take);
     }
     let bytes = message.as_bytes();
-    let mut i = 0;
-    let class = |b: u8| ASCII_MENTION_CLASS[usize::from(b)];
-    while let Some(&first) = bytes.get(i) {
-        let from = i;
-        i += 1;
-        if class(first) & WHITE != 0 {
+    let white = |b: u8| ASCII_MENTION_CLASS[usize::from(b)] & WHITE != 0;
+    // A word needs a look if it holds a byte that may name a tool, or a capital after its
+    // first byte (a capital first is no sign of an identifier: `What`). A word without any of
+    // those holds no `/`, is not in backticks and cannot look like an identifier (no `_`, `-`
+    // or digit, no capital after its first character, and punctuation trimmed off the front
+    // only moves capitals further in): prose, skipped without a second look. Most words of a
+    // message are, so the scan looks for those bytes, 8 at a time, and finds the words around
+    // them.
+    let mut at = 0;
+    while let Some(p) = next_maybe_naming(bytes, at) {
+        let start = bytes
+            .get(..p)
+            .and_then(|before| before.iter().rposition(|&b| white(b)))
+            .map_or(0, |w| w + 1);
+        let end = bytes
+            .get(p..)
+            .and_then(|after| after.iter().position(|&b| white(b)))
+            .map_or(bytes.len(), |w| p + w);
+        let capital_first = start == p && bytes.get(p).is_some_and(u8::is_ascii_uppercase);
+        if capital_first {
+            at = p + 1;
             continue;
         }
-        // A capital first is no sign of an identifier (`What`); after it, it may be.
-        let mut seen = class(first) & !INNER_CAPITAL;
-        while let Some(&b) = bytes.get(i) {
-            if class(b) & WHITE != 0 {
-                break;
-            }
-            seen |= class(b);
-            i += 1;
-        }
-        // A word without any of those bytes holds no `/`, is not in backticks and cannot look
-        // like an identifier (no `_`, `-` or digit, no capital after its first character, and
-        // punctuation trimmed off the front only moves capitals further in): prose, skipped
-        // without a second look. Most words of a message are.
-        if seen & (MAY_NAME | INNER_CAPITAL) != 0 {
-            take(message.get(from..i).unwrap_or_default())?;
-        }
-        i += 1;
+        take(message.get(start..end).unwrap_or_default())?;
+        at = end;
     }
     Ok(())
+}
+
+/// The position of the first byte at or after `at` of the ASCII `bytes` that is [`MAY_NAME`]
+/// or a capital ([`INNER_CAPITAL`]), found 8 bytes at a time while 8 remain.
+fn next_maybe_naming(bytes: &[u8], mut at: usize) -> Option<usize> {
+    while let Some(chunk) = bytes.get(at..).and_then(|b| b.first_chunk::<8>()) {
+        let found = maybe_naming_bytes(u64::from_le_bytes(*chunk));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    let class = |b: u8| ASCII_MENTION_CLASS[usize::from(b)];
+    rest.iter()
+        .position(|&b| class(b) & (MAY_NAME | INNER_CAPITAL) != 0)
+        .map(|k| at + k)
+}
+
+/// The top bit of each byte of `word` (8 ASCII bytes) that is a digit, a capital, `/`, a
+/// backtick, `_` or `-`; the other bits clear.
+fn maybe_naming_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte: the top bit of `x + 0x80 - c` is set when `x >= c` (bytes below 0x80 carry
+    // into no other byte).
+    let at_least = |c: u8| word.wrapping_add((0x80 - u64::from(c)) * ONES);
+    let digit = at_least(b'0') & !at_least(b'9' + 1);
+    let capital = at_least(b'A') & !at_least(b'Z' + 1);
+    // The top bit of a byte of `v` is set when the byte is not zero.
+    let nonzero = |v: u64| ((v & !HIGH) + !HIGH) | v;
+    let equal = |c: u8| !nonzero(word ^ (u64::from(c) * ONES));
+    (digit | capital | equal(b'/') | equal(b'`') | equal(b'_') | equal(b'-')) & HIGH
 }
 
 /// [`ASCII_MENTION_CLASS`] bit: the white space of `char::is_whitespace` (`u8::is_ascii_whitespace`
@@ -349,6 +427,45 @@ mod tests {
         })
         .unwrap_or_default();
         out
+    }
+
+    #[test]
+    fn the_word_scan_marks_the_bytes_the_table_does() {
+        for b in 0u8..128 {
+            for k in 0..8 {
+                let mut chunk = *b"ab cd ef";
+                chunk[k] = b;
+                let marks = maybe_naming_bytes(u64::from_le_bytes(chunk));
+                for (j, &c) in chunk.iter().enumerate() {
+                    let want = ASCII_MENTION_CLASS[usize::from(c)] & (MAY_NAME | INNER_CAPITAL);
+                    assert_eq!(marks >> (8 * j + 7) & 1 == 1, want != 0, "{chunk:?} {j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_messages_split_as_the_reference_does() {
+        let words = [
+            "get_weather",
+            "What",
+            "the",
+            "`x`",
+            "a/b",
+            "URL",
+            "getX",
+            "s3,",
+            "(Ab)",
+        ];
+        let spaces = [" ", "  ", "\t", "\n\u{0B}"];
+        for n in 0..200 {
+            let mut text = String::new();
+            for k in 0..(n % 23) {
+                text.push_str(words[(n * 7 + k * 3) % words.len()]);
+                text.push_str(spaces[(n + k) % spaces.len()]);
+            }
+            assert_eq!(words_of(&text), reference_mention_words(&text), "{text:?}");
+        }
     }
 
     #[test]
