@@ -347,6 +347,7 @@ impl ContextBuilder {
     ) {
         let p = &self.policy;
         let best = hits.first().map_or(0.0, |h| h.score);
+        let mut retrieved = candidates.retrieved();
         for hit in hits {
             let drop = if hit.score < p.min_score {
                 Some(DropReason::BelowMinScore {
@@ -371,7 +372,7 @@ impl ContextBuilder {
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    candidates.add_indexed(&hit.key, class::RELEVANT, relative, why);
+                    retrieved.add(&hit.key, class::RELEVANT, relative, why);
                 }
             }
         }

@@ -268,8 +268,11 @@ pub(super) struct Candidates<'a> {
     /// The snapshot's tools.
     tools: RowLookup<'a, Tool>,
     list: Vec<Candidate<'a>>,
-    /// Position in `list` by key.
+    /// Position in `list` by key, of the first `indexed` candidates: the retrieved tools join
+    /// the list unrecorded ([`Candidates::retrieved`]), and are recorded only if a later add
+    /// needs to find them (most selections add nothing after them).
     by_key: KeyTable,
+    indexed: usize,
 }
 
 thread_local! {
@@ -304,6 +307,7 @@ impl<'a> Candidates<'a> {
             tools: snapshot.lookup(&TOOLS)?,
             list,
             by_key,
+            indexed: 0,
         })
     }
 
@@ -313,9 +317,29 @@ impl<'a> Candidates<'a> {
     }
 
     /// Position of `key`'s candidate, or where to record it.
-    fn probe(&self, key: &str) -> Probe {
+    #[inline]
+    fn probe(&mut self, key: &str) -> Probe {
+        if self.indexed < self.list.len() {
+            self.record_all();
+        }
+        self.probe_recorded(key)
+    }
+
+    /// [`probe`](Self::probe) among the candidates recorded in `by_key`.
+    #[inline]
+    fn probe_recorded(&self, key: &str) -> Probe {
         self.by_key
             .probe(key, |at| self.list.get(at).map(|c| c.key))
+    }
+
+    /// Records the candidates not yet in `by_key` (keys are unique in the list).
+    #[cold]
+    fn record_all(&mut self) {
+        while let Some(key) = self.list.get(self.indexed).map(|c| c.key) {
+            let vacant = self.probe_recorded(key);
+            self.by_key.insert(vacant, self.indexed);
+            self.indexed += 1;
+        }
     }
 
     /// Adds a tool already looked up.
@@ -341,7 +365,9 @@ impl<'a> Candidates<'a> {
                 }
             }
             vacant => {
+                // `probe` recorded every candidate: this one goes last.
                 self.by_key.insert(vacant, self.list.len());
+                self.indexed += 1;
                 self.list
                     .push(Candidate::new(key, found, class, score, why));
             }
@@ -353,10 +379,17 @@ impl<'a> Candidates<'a> {
         self.add_found(key, Found::NotLooked, class, score, why);
     }
 
-    /// Adds a tool the snapshot's text index retrieved: it is in the snapshot, and it is
-    /// looked up only if it is sent.
-    pub fn add_indexed(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
-        self.add_found(key, Found::Indexed(key), class, score, why);
+    /// For adding the tools one search of the snapshot's text index retrieved (see
+    /// [`Retrieved`]).
+    pub fn retrieved(&mut self) -> Retrieved<'_, 'a> {
+        if self.indexed < self.list.len() {
+            self.record_all();
+        }
+        Retrieved {
+            // With no candidate yet (no pinned, named or skill tools), nothing to merge with.
+            merge: !self.list.is_empty(),
+            candidates: self,
+        }
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
@@ -468,6 +501,35 @@ impl<'a> Candidates<'a> {
             .iter()
             .filter(|c| c.class == class::PINNED)
             .count()
+    }
+}
+
+/// Adds the tools one search retrieved: they are in the snapshot (looked up only if sent), and
+/// their keys are distinct, so each is merged with the candidates there were before the
+/// search, if any, and otherwise joins the list without being recorded by key (hashing and
+/// recording two dozen keys was a twelfth of a MetaTool selection, and is seldom needed).
+pub(super) struct Retrieved<'c, 'a> {
+    candidates: &'c mut Candidates<'a>,
+    merge: bool,
+}
+
+impl<'a> Retrieved<'_, 'a> {
+    /// Adds the retrieved tool `key`; a key may be given once.
+    pub fn add(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
+        let c = &mut *self.candidates;
+        if self.merge {
+            if let Probe::Found(at) = c.probe_recorded(key) {
+                if let Some(c) = c.list.get_mut(at) {
+                    if let Found::NotLooked = c.found {
+                        c.found = Found::Indexed(key);
+                    }
+                    c.merge(class, score, why);
+                }
+                return;
+            }
+        }
+        c.list
+            .push(Candidate::new(key, Found::Indexed(key), class, score, why));
     }
 }
 
