@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::Hit;
+use crate::bm25::KeyHit;
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
@@ -108,7 +108,7 @@ impl ContextBuilder {
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The terms as the searches take them, borrowed from `query`.
         let terms: Vec<(&str, f32)> = query.iter().collect();
-        // Searched first so that the candidates can borrow the hits' keys; added in turn below.
+        // The hits borrow their keys from the snapshot's index; added in turn below.
         let (hits, filtered) = self.search_tools(snapshot, &terms)?;
         let mut candidates = Candidates::new(snapshot)?;
         // Room for the usual near misses and skills: growing these lists one push at a time
@@ -245,7 +245,7 @@ impl ContextBuilder {
         let query = own_terms.as_deref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
-            .search_weighted_all(query, p.max_skills);
+            .search_weighted_keys(query, p.max_skills, None);
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
@@ -253,8 +253,8 @@ impl ContextBuilder {
             }
             let relative = if best > 0.0 { hit.score / best } else { 0.0 };
             let score = p.skill_tool_weight * relative;
-            push_skill(skills, &hit.key, hit.score, "matched");
-            let closure = closure_of(snapshot, &hit.key)?;
+            push_skill(skills, hit.key, hit.score, "matched");
+            let closure = closure_of(snapshot, hit.key)?;
             // The root comes last, after the dependencies it needs; its stored name is
             // borrowed for the reasons, which outlive `hit`.
             let Some(&(root, _)) = closure.last() else {
@@ -286,11 +286,11 @@ impl ContextBuilder {
 
     /// The tools' BM25 search: the hits that pass the tag filters, and those the filters cut,
     /// as dropped entries.
-    fn search_tools(
+    fn search_tools<'a>(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &'a Snapshot,
         query: &[(&str, f32)],
-    ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
+    ) -> Result<(Vec<KeyHit<'a>>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
         // Enough beyond the limit to report the near misses.
         let k = p.max_tools.saturating_mul(2).saturating_add(4);
@@ -298,20 +298,18 @@ impl ContextBuilder {
         let index = snapshot.text_index(&TOOLS)?;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
         // Without tag filters every indexed tool passes: no table lookup or filter call per hit.
-        let hits = if !filtering {
-            index.search_weighted_all(query, k)
-        } else {
-            index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
-                Ok(Some(tool)) => match self.tag_filter(tool) {
-                    None => true,
-                    Some(reason) => {
-                        filtered.borrow_mut().push((key.to_string(), reason));
-                        false
-                    }
-                },
-                _ => false,
-            })
+        let keep = |key: &str| match snapshot.get(&TOOLS, key) {
+            Ok(Some(tool)) => match self.tag_filter(tool) {
+                None => true,
+                Some(reason) => {
+                    filtered.borrow_mut().push((key.to_string(), reason));
+                    false
+                }
+            },
+            _ => false,
         };
+        let keep: Option<&dyn Fn(&str) -> bool> = if filtering { Some(&keep) } else { None };
+        let hits = index.search_weighted_keys(query, k, keep);
         // The filter sees keys in the index's internal order, which depends on the store's
         // history; report them best first, ties by key, so equal stores explain alike.
         let mut filtered: Vec<(String, DropReason, f32)> = filtered
@@ -340,7 +338,7 @@ impl ContextBuilder {
     /// The tools' own BM25 hits, as candidates or as dropped below the score thresholds.
     fn add_retrieved<'a>(
         &self,
-        hits: &'a [Hit],
+        hits: &[KeyHit<'a>],
         explainer: &Explainer<'_>,
         candidates: &mut Candidates<'a>,
         dropped: &mut Vec<Dropped>,
@@ -365,14 +363,14 @@ impl ContextBuilder {
             };
             match drop {
                 Some(reason_dropped) => dropped.push(Dropped {
-                    key: Arc::clone(&hit.key),
+                    key: Arc::clone(hit.key),
                     reason: reason_dropped,
-                    candidate: Reasons::one(explainer.retrieved(&hit.key, hit.score)),
+                    candidate: Reasons::one(explainer.retrieved(hit.key, hit.score)),
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    retrieved.add(&hit.key, class::RELEVANT, relative, why);
+                    retrieved.add(hit.key, class::RELEVANT, relative, why);
                 }
             }
         }
