@@ -12,7 +12,7 @@ use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
-use super::candidates::{Candidate, Candidates, Explainer, Why, class};
+use super::candidates::{Candidates, Explainer, Ranked, Why, class};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
@@ -168,7 +168,7 @@ impl ContextBuilder {
         });
         let tools_table = candidates.tools();
         let ordered = candidates.ranked(needed);
-        let (mut tools, tokens) = self.fill(tools_table, &ordered, &explainer, &mut dropped);
+        let (mut tools, tokens) = self.fill(tools_table, ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -393,17 +393,18 @@ impl ContextBuilder {
     fn fill<'a>(
         &self,
         tools_table: RowLookup<'a, Tool>,
-        ordered: &[&Candidate<'a>],
+        ordered: Ranked<'_, 'a>,
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
-        let mut selected: Vec<SelectedTool> = Vec::with_capacity(p.max_tools.min(ordered.len()));
+        let mut selected: Vec<SelectedTool> =
+            Vec::with_capacity(p.max_tools.min(ordered.size_hint().1.unwrap_or(0)));
         let mut used = 0usize;
         let mut over_limit = 0usize;
-        for &c in ordered {
+        for c in ordered {
             let pinned = c.class == class::PINNED;
             let mut entry = None;
             if !pinned {

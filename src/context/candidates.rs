@@ -268,6 +268,8 @@ pub(super) struct Candidates<'a> {
     /// The snapshot's tools.
     tools: RowLookup<'a, Tool>,
     list: Vec<Candidate<'a>>,
+    /// The ranking [`ranked`](Self::ranked) makes (kept for its memory).
+    order: Vec<Rank<'a>>,
     /// Position in `list` by key, of the first `indexed` candidates: the retrieved tools join
     /// the list unrecorded ([`Candidates::retrieved`]), and are recorded only if a later add
     /// needs to find them (most selections add nothing after them).
@@ -279,7 +281,15 @@ thread_local! {
     /// The memory of the last selection's candidates on this thread, empty: a selection
     /// gathers a hundred or more candidates of a few hundred bytes, and allocating that afresh
     /// each turn cost as much as ranking them.
-    static SPARE: RefCell<(Vec<Candidate<'static>>, KeyTable)> = RefCell::default();
+    static SPARE: RefCell<Spare> = RefCell::default();
+}
+
+/// What a selection's candidates leave for the next one on the thread: their memory, empty.
+#[derive(Default)]
+struct Spare {
+    list: Vec<Candidate<'static>>,
+    by_key: KeyTable,
+    order: Vec<Rank<'static>>,
 }
 
 /// `list`, emptied, as a list of candidates with another lifetime, in the same memory
@@ -292,20 +302,29 @@ fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
     list.into_iter().filter_map(|_| None).collect()
 }
 
+/// [`relabel`] for a ranking.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel_order<'b>(mut order: Vec<Rank<'_>>) -> Vec<Rank<'b>> {
+    order.clear();
+    order.into_iter().filter_map(|_| None).collect()
+}
+
 impl<'a> Candidates<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Result<Self, StoreError> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
-        let (list, mut by_key) = SPARE
+        let spare = SPARE
             .try_with(|spare| std::mem::take(&mut *spare.borrow_mut()))
             .unwrap_or_default();
-        let mut list = relabel(list);
+        let mut list = relabel(spare.list);
         list.reserve(EXPECTED);
+        let mut by_key = spare.by_key;
         by_key.reset(EXPECTED);
         Ok(Candidates {
             tools: snapshot.lookup(&TOOLS)?,
             list,
+            order: relabel_order(spare.order),
             by_key,
             indexed: 0,
         })
@@ -453,21 +472,28 @@ impl<'a> Candidates<'a> {
     /// first `needed` of that order (all that can matter when the policy consumes candidates
     /// strictly in order): a partial selection, then a sort of those alone, and lookups (of
     /// those not known to be in the snapshot) for those alone.
-    pub fn ranked(&mut self, needed: Option<usize>) -> Vec<&Candidate<'a>> {
-        let mut order: Vec<Rank<'a>> = self
-            .list
-            .iter()
-            .enumerate()
-            .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at))
-            .collect();
+    pub fn ranked(&mut self, needed: Option<usize>) -> Ranked<'_, 'a> {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(
+            self.list
+                .iter()
+                .enumerate()
+                .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at)),
+        );
+        // Retrieved tools come best first, so a turn whose candidates were all retrieved has
+        // them in rank order already: checked in one pass, where a sort of two dozen cost
+        // three times that.
+        let mut sorted = order.is_sorted_by(|a, b| a.cmp(b).is_le());
         // Up to 32 candidates (a turn without skills) sort outright for less than a partial
         // selection costs; the prefix is the same either way, the order being total.
         const SELECT_ABOVE: usize = 32;
         let mut cut = false;
-        let mut sorted = false;
         if let Some(needed) = needed {
             if needed < order.len() {
-                if order.len() > SELECT_ABOVE {
+                if sorted {
+                    // The prefix is at hand.
+                } else if order.len() > SELECT_ABOVE {
                     order.select_nth_unstable_by(needed, Rank::cmp);
                 } else {
                     order.sort_unstable_by(Rank::cmp);
@@ -483,16 +509,17 @@ impl<'a> Candidates<'a> {
         }
         if missing && cut {
             // Tools gone from the snapshot left the prefix short: rank them all.
+            self.order = order;
             return self.ranked(None);
         }
         if !sorted {
             order.sort_unstable_by(Rank::cmp);
         }
-        order
-            .into_iter()
-            .filter_map(|r| self.list.get(r.at))
-            .filter(|c| !matches!(c.found, Found::No))
-            .collect()
+        self.order = order;
+        Ranked {
+            list: &self.list,
+            order: self.order.iter(),
+        }
     }
 
     /// How many candidates are pinned (tools not yet looked up included).
@@ -533,15 +560,39 @@ impl<'a> Retrieved<'_, 'a> {
     }
 }
 
+/// The candidates in rank order ([`Candidates::ranked`]), those whose tool is gone left out.
+pub(super) struct Ranked<'c, 'a> {
+    list: &'c [Candidate<'a>],
+    order: std::slice::Iter<'c, Rank<'a>>,
+}
+
+impl<'c, 'a> Iterator for Ranked<'c, 'a> {
+    type Item = &'c Candidate<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.order
+            .by_ref()
+            .filter_map(|r| self.list.get(r.at))
+            .find(|c| !matches!(c.found, Found::No))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.order.len()))
+    }
+}
+
 impl Drop for Candidates<'_> {
     /// Leaves the memory for the next selection on this thread.
     fn drop(&mut self) {
-        let list = relabel(std::mem::take(&mut self.list));
-        let by_key = std::mem::take(&mut self.by_key);
+        let spare = Spare {
+            list: relabel(std::mem::take(&mut self.list)),
+            by_key: std::mem::take(&mut self.by_key),
+            order: relabel_order(std::mem::take(&mut self.order)),
+        };
         // During thread teardown the spare is gone: the memory is simply freed.
-        let _ = SPARE.try_with(|spare| {
-            if let Ok(mut spare) = spare.try_borrow_mut() {
-                *spare = (list, by_key);
+        let _ = SPARE.try_with(|spare_slot| {
+            if let Ok(mut slot) = spare_slot.try_borrow_mut() {
+                *slot = spare;
             }
         });
     }
