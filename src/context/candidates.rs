@@ -460,6 +460,15 @@ impl<'a> Candidates<'a> {
 
     /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
     pub fn any_matched(&mut self) -> bool {
+        // Those known to be there first (retrieved or looked up): no lookup.
+        let matching = |c: &Candidate<'_>| (class::EXACT..=class::RELEVANT).contains(&c.class);
+        if self
+            .list
+            .iter()
+            .any(|c| matching(c) && matches!(c.found, Found::Indexed(_) | Found::Yes(_)))
+        {
+            return true;
+        }
         for at in 0..self.list.len() {
             if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at) {
                 return true;
@@ -542,6 +551,7 @@ pub(super) struct Retrieved<'c, 'a> {
 
 impl<'a> Retrieved<'_, 'a> {
     /// Adds the retrieved tool `key`; a key may be given once.
+    #[inline]
     pub fn add(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
         let c = &mut *self.candidates;
         if self.merge {
