@@ -55,6 +55,31 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// A search result borrowed from the index: the document's stored key (not shared, so no
+/// reference count is touched until a caller keeps it) and its score. A selection searches
+/// for two dozen tools and sends about ten: sharing each hit's key and dropping it again were
+/// two atomic operations per hit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHit<'i> {
+    /// The document's stored key.
+    pub key: &'i Arc<str>,
+    /// Its BM25 score for the query.
+    pub score: f32,
+}
+
+/// Makes a [`Hit`], sharing the stored key.
+fn shared_hit(key: &Arc<str>, score: f32) -> Hit {
+    Hit {
+        key: Arc::clone(key),
+        score,
+    }
+}
+
+/// Makes a [`KeyHit`].
+fn key_hit(key: &Arc<str>, score: f32) -> KeyHit<'_> {
+    KeyHit { key, score }
+}
+
 /// The corpus statistics BM25 uses, exact for the index version they come from.
 ///
 /// ```
@@ -437,7 +462,13 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn search<S: AsRef<str>>(&self, query: &[S], k: usize) -> Vec<Hit> {
-        self.run(query.len(), |i| (term_at(query, i), 1.0), k, None)
+        self.run(
+            query.len(),
+            |i| (term_at(query, i), 1.0),
+            k,
+            None,
+            shared_hit,
+        )
     }
 
     /// [`search`](Self::search) among the documents whose key `keep` accepts. `keep` runs only
@@ -460,7 +491,13 @@ impl Bm25Index {
         k: usize,
         keep: impl Fn(&str) -> bool,
     ) -> Vec<Hit> {
-        self.run(query.len(), |i| (term_at(query, i), 1.0), k, Some(&keep))
+        self.run(
+            query.len(),
+            |i| (term_at(query, i), 1.0),
+            k,
+            Some(&keep),
+            shared_hit,
+        )
     }
 
     /// [`search_filtered`](Self::search_filtered) for a weighted query: each (term, weight)
@@ -487,7 +524,13 @@ impl Bm25Index {
         k: usize,
         keep: impl Fn(&str) -> bool,
     ) -> Vec<Hit> {
-        self.run(query.len(), |i| weighted_at(query, i), k, Some(&keep))
+        self.run(
+            query.len(),
+            |i| weighted_at(query, i),
+            k,
+            Some(&keep),
+            shared_hit,
+        )
     }
 
     /// [`search_weighted`](Self::search_weighted) among all documents, without a `keep`
@@ -508,45 +551,54 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn search_weighted_all<S: AsRef<str>>(&self, query: &[(S, f32)], k: usize) -> Vec<Hit> {
-        self.run(query.len(), |i| weighted_at(query, i), k, None)
+        self.run(query.len(), |i| weighted_at(query, i), k, None, shared_hit)
     }
 
     /// Prepares the query (`len` tokens, token `i` being `token(i)` = (text, weight)) in the
     /// thread's scratch, scores every posting of its terms into the scratch's dense score
-    /// array, then selects the top `k`.
-    fn run<'q>(
-        &self,
+    /// array, then selects the top `k`, each made by `make` from its stored key and score.
+    fn run<'s, 'q, T>(
+        &'s self,
         len: usize,
         token: impl Fn(usize) -> (&'q str, f32),
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
-    ) -> Vec<Hit> {
+        make: impl Fn(&'s Arc<str>, f32) -> T,
+    ) -> Vec<T> {
         if k == 0 || len == 0 {
             return Vec::new();
         }
         let prepare =
             |corpus: &Corpus<'_>, out: &mut Prepared| corpus.prepare_into(out, len, token);
-        self.run_prepared(prepare, k, keep)
+        self.run_prepared(prepare, k, keep, make)
     }
 
-    /// [`search_weighted_all`](Self::search_weighted_all) of a query hashed and ordered
-    /// once for several indexes (see [`HashedQuery`]): the same hits.
-    pub(crate) fn search_hashed_all(&self, query: &HashedQuery<'_>, k: usize) -> Vec<Hit> {
+    /// [`search_weighted`](Self::search_weighted) (with `keep`) or
+    /// [`search_weighted_all`](Self::search_weighted_all) (without) of a query hashed and
+    /// ordered once for several indexes (see [`HashedQuery`]): the same hits, their keys
+    /// borrowed.
+    pub(crate) fn search_hashed_keys(
+        &self,
+        query: &HashedQuery<'_>,
+        k: usize,
+        keep: Option<&dyn Fn(&str) -> bool>,
+    ) -> Vec<KeyHit<'_>> {
         if k == 0 || query.len() == 0 {
             return Vec::new();
         }
         let prepare =
             |corpus: &Corpus<'_>, out: &mut Prepared| corpus.prepare_hashed_into(out, query);
-        self.run_prepared(prepare, k, None)
+        self.run_prepared(prepare, k, keep, key_hit)
     }
 
     /// [`Self::run`] of a query that `prepare` prepares in the scratch.
-    fn run_prepared(
-        &self,
+    fn run_prepared<'s, T>(
+        &'s self,
         prepare: impl FnOnce(&Corpus<'_>, &mut Prepared),
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
-    ) -> Vec<Hit> {
+        make: impl Fn(&'s Arc<str>, f32) -> T,
+    ) -> Vec<T> {
         with_scratch(|scratch| {
             prepare(&self.corpus(), &mut scratch.query);
             if scratch.query.terms.is_empty() {
@@ -560,7 +612,7 @@ impl Bm25Index {
                     }
                 }
             }
-            self.select(scores, k, keep, top)
+            self.select(scores, k, keep, top, make)
         })
     }
 
@@ -579,13 +631,14 @@ impl Bm25Index {
 
     /// One pass over the dense scores: reset each to zero (the scratch buffer's invariant) and
     /// keep the `k` best live documents that `keep` accepts.
-    fn select(
-        &self,
+    fn select<'s, T>(
+        &'s self,
         scores: &mut [f32],
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
         buffer: &mut Vec<(f32, u32)>,
-    ) -> Vec<Hit> {
+        make: impl Fn(&'s Arc<str>, f32) -> T,
+    ) -> Vec<T> {
         let key = |slot: u32| self.locate(slot).and_then(|(seg, doc)| seg.key(doc));
         let mut top = TopK::new(k, buffer);
         let check_dead = !self.dead.is_empty();
@@ -619,7 +672,7 @@ impl Bm25Index {
                 }
             }
         }
-        top.into_hits(&key)
+        top.into_hits(&key, make)
     }
 
     /// `key`'s score for `query`, exactly as [`search`](Self::search) reports it (0 when it

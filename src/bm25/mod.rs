@@ -164,6 +164,7 @@ pub use bulk::BULK_COMPACT_MAX_DOCS;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
+pub(crate) use index::KeyHit;
 pub use index::{Bm25Index, CorpusStats, Hit};
 pub(crate) use query::HashedQuery;
 pub use scoring::{

@@ -298,6 +298,8 @@ impl Corpus<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use crate::bm25::{Bm25Index, Document, HashedQuery, IndexConfig};
 
     /// Enough distinct terms that the tests' 6-bit hash gives many of them equal hashes, in
@@ -342,14 +344,33 @@ mod tests {
                 terms.sort_by(|a, b| a.0.cmp(b.0));
             }
             let hashed = HashedQuery::new(&terms);
+            let hits = |k| -> Vec<(Arc<str>, f32)> {
+                let hits = index.search_hashed_keys(&hashed, k, None);
+                hits.iter().map(|h| (Arc::clone(h.key), h.score)).collect()
+            };
+            let keep = |key: &str| key.len() % 2 == 0;
             for k in [0, 1, 5, 100] {
-                let want = index.search_weighted_all(&terms, k);
-                assert_eq!(index.search_hashed_all(&hashed, k), want, "{terms:?}");
+                let want: Vec<(Arc<str>, f32)> = index
+                    .search_weighted_all(&terms, k)
+                    .into_iter()
+                    .map(|h| (h.key, h.score))
+                    .collect();
+                assert_eq!(hits(k), want, "{terms:?}");
+                let kept = index.search_hashed_keys(&hashed, k, Some(&keep));
+                let want_kept = index.search_weighted(&terms, k, keep);
+                assert_eq!(kept.len(), want_kept.len(), "{terms:?}");
+                for (got, want) in kept.iter().zip(&want_kept) {
+                    assert_eq!(
+                        (&**got.key, got.score),
+                        (&*want.key, want.score),
+                        "{terms:?}"
+                    );
+                }
             }
         }
         assert!(
             index
-                .search_hashed_all(&HashedQuery::new(&[]), 5)
+                .search_hashed_keys(&HashedQuery::new(&[]), 5, None)
                 .is_empty()
         );
     }

@@ -17,8 +17,6 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::index::Hit;
-
 pub(crate) struct TopK<'b> {
     k: usize,
     /// Prune when the buffer reaches this length.
@@ -209,20 +207,24 @@ impl<'b> TopK<'b> {
         }
     }
 
-    /// The best k, best first, with their keys (`key` gives a slot's key).
-    pub(crate) fn into_hits<'k>(mut self, key: &impl Fn(u32) -> Option<&'k Arc<str>>) -> Vec<Hit> {
+    /// The best k, best first, each made by `make` from its key (`key` gives a slot's key)
+    /// and score.
+    pub(crate) fn into_hits<'k, T>(
+        mut self,
+        key: &impl Fn(u32) -> Option<&'k Arc<str>>,
+        make: impl Fn(&'k Arc<str>, f32) -> T,
+    ) -> Vec<T> {
         self.prune(key);
         // Small k keeps its items sorted once there are k of them.
         if self.k > SORTED_UP_TO || self.items.len() < self.k {
             sort_best_first(self.items, key);
         }
         let mut hits = Vec::with_capacity(self.items.len());
-        hits.extend(self.items.iter().filter_map(|&(score, slot)| {
-            key(slot).map(|key| Hit {
-                key: Arc::clone(key),
-                score,
-            })
-        }));
+        hits.extend(
+            self.items
+                .iter()
+                .filter_map(|&(score, slot)| key(slot).map(|key| make(key, score))),
+        );
         hits
     }
 }
@@ -241,10 +243,7 @@ mod tests {
                 top.push(s, i as u32, &key);
             }
         }
-        top.into_hits(&key)
-            .into_iter()
-            .map(|h| (h.key.to_string(), h.score))
-            .collect()
+        top.into_hits(&key, |key, score| (key.to_string(), score))
     }
 
     #[test]

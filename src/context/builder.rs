@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::{HashedQuery, Hit};
+use crate::bm25::{HashedQuery, KeyHit};
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
-use super::candidates::{Candidate, Candidates, Explainer, Why, class};
+use super::candidates::{Candidates, Explainer, Ranked, Why, class};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
@@ -110,7 +110,7 @@ impl ContextBuilder {
         let terms: Vec<(&str, f32)> = query.iter().collect();
         // Hashed and ordered once for both searches (tools and skills).
         let hashed = HashedQuery::new(&terms);
-        // Searched first so that the candidates can borrow the hits' keys; added in turn below.
+        // The hits borrow their keys from the snapshot's index; added in turn below.
         let (hits, filtered) = self.search_tools(snapshot, &terms, &hashed)?;
         let mut candidates = Candidates::new(snapshot)?;
         // Room for the usual near misses and skills: growing these lists one push at a time
@@ -172,7 +172,7 @@ impl ContextBuilder {
         });
         let tools_table = candidates.tools();
         let ordered = candidates.ranked(needed);
-        let (mut tools, tokens) = self.fill(tools_table, &ordered, &explainer, &mut dropped);
+        let (mut tools, tokens) = self.fill(tools_table, ordered, &explainer, &mut dropped);
         if p.keep_previous {
             stable_order(&mut tools, &turn.previous);
         }
@@ -250,7 +250,7 @@ impl ContextBuilder {
         let query = own_hashed.as_ref().unwrap_or(tools_query);
         let hits = snapshot
             .text_index(&SKILLS)?
-            .search_hashed_all(query, p.max_skills);
+            .search_hashed_keys(query, p.max_skills, None);
         let best = hits.first().map_or(0.0, |h| h.score);
         for hit in hits {
             if hit.score < p.skill_min_score || hit.score < p.skill_min_relative_score * best {
@@ -258,8 +258,8 @@ impl ContextBuilder {
             }
             let relative = if best > 0.0 { hit.score / best } else { 0.0 };
             let score = p.skill_tool_weight * relative;
-            push_skill(skills, &hit.key, hit.score, "matched");
-            let closure = closure_of(snapshot, &hit.key)?;
+            push_skill(skills, hit.key, hit.score, "matched");
+            let closure = closure_of(snapshot, hit.key)?;
             // The root comes last, after the dependencies it needs; its stored name is
             // borrowed for the reasons, which outlive `hit`.
             let Some(&(root, _)) = closure.last() else {
@@ -291,12 +291,12 @@ impl ContextBuilder {
 
     /// The tools' BM25 search: the hits that pass the tag filters, and those the filters cut,
     /// as dropped entries. `hashed` is `query`, hashed.
-    fn search_tools(
+    fn search_tools<'a>(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &'a Snapshot,
         query: &[(&str, f32)],
         hashed: &HashedQuery<'_>,
-    ) -> Result<(Vec<Hit>, Vec<Dropped>), SelectError> {
+    ) -> Result<(Vec<KeyHit<'a>>, Vec<Dropped>), SelectError> {
         let p = &self.policy;
         // Enough beyond the limit to report the near misses.
         let k = p.max_tools.saturating_mul(2).saturating_add(4);
@@ -304,20 +304,18 @@ impl ContextBuilder {
         let index = snapshot.text_index(&TOOLS)?;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
         // Without tag filters every indexed tool passes: no table lookup or filter call per hit.
-        let hits = if !filtering {
-            index.search_hashed_all(hashed, k)
-        } else {
-            index.search_weighted(query, k, |key| match snapshot.get(&TOOLS, key) {
-                Ok(Some(tool)) => match self.tag_filter(tool) {
-                    None => true,
-                    Some(reason) => {
-                        filtered.borrow_mut().push((key.to_string(), reason));
-                        false
-                    }
-                },
-                _ => false,
-            })
+        let keep = |key: &str| match snapshot.get(&TOOLS, key) {
+            Ok(Some(tool)) => match self.tag_filter(tool) {
+                None => true,
+                Some(reason) => {
+                    filtered.borrow_mut().push((key.to_string(), reason));
+                    false
+                }
+            },
+            _ => false,
         };
+        let keep: Option<&dyn Fn(&str) -> bool> = if filtering { Some(&keep) } else { None };
+        let hits = index.search_hashed_keys(hashed, k, keep);
         // The filter sees keys in the index's internal order, which depends on the store's
         // history; report them best first, ties by key, so equal stores explain alike.
         let mut filtered: Vec<(String, DropReason, f32)> = filtered
@@ -346,13 +344,14 @@ impl ContextBuilder {
     /// The tools' own BM25 hits, as candidates or as dropped below the score thresholds.
     fn add_retrieved<'a>(
         &self,
-        hits: &'a [Hit],
+        hits: &[KeyHit<'a>],
         explainer: &Explainer<'_>,
         candidates: &mut Candidates<'a>,
         dropped: &mut Vec<Dropped>,
     ) {
         let p = &self.policy;
         let best = hits.first().map_or(0.0, |h| h.score);
+        let mut retrieved = candidates.retrieved();
         for hit in hits {
             let drop = if hit.score < p.min_score {
                 Some(DropReason::BelowMinScore {
@@ -370,14 +369,14 @@ impl ContextBuilder {
             };
             match drop {
                 Some(reason_dropped) => dropped.push(Dropped {
-                    key: Arc::clone(&hit.key),
+                    key: Arc::clone(hit.key),
                     reason: reason_dropped,
-                    candidate: Reasons::one(explainer.retrieved(&hit.key, hit.score)),
+                    candidate: Reasons::one(explainer.retrieved(hit.key, hit.score)),
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
                     let why = Why::Retrieved { score: hit.score };
-                    candidates.add_indexed(&hit.key, class::RELEVANT, relative, why);
+                    retrieved.add(hit.key, class::RELEVANT, relative, why);
                 }
             }
         }
@@ -400,17 +399,18 @@ impl ContextBuilder {
     fn fill<'a>(
         &self,
         tools_table: RowLookup<'a, Tool>,
-        ordered: &[&Candidate<'a>],
+        ordered: Ranked<'_, 'a>,
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
-        let mut selected: Vec<SelectedTool> = Vec::with_capacity(p.max_tools.min(ordered.len()));
+        let mut selected: Vec<SelectedTool> =
+            Vec::with_capacity(p.max_tools.min(ordered.size_hint().1.unwrap_or(0)));
         let mut used = 0usize;
         let mut over_limit = 0usize;
-        for &c in ordered {
+        for c in ordered {
             let pinned = c.class == class::PINNED;
             let mut entry = None;
             if !pinned {

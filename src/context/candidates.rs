@@ -268,15 +268,28 @@ pub(super) struct Candidates<'a> {
     /// The snapshot's tools.
     tools: RowLookup<'a, Tool>,
     list: Vec<Candidate<'a>>,
-    /// Position in `list` by key.
+    /// The ranking [`ranked`](Self::ranked) makes (kept for its memory).
+    order: Vec<Rank<'a>>,
+    /// Position in `list` by key, of the first `indexed` candidates: the retrieved tools join
+    /// the list unrecorded ([`Candidates::retrieved`]), and are recorded only if a later add
+    /// needs to find them (most selections add nothing after them).
     by_key: KeyTable,
+    indexed: usize,
 }
 
 thread_local! {
     /// The memory of the last selection's candidates on this thread, empty: a selection
     /// gathers a hundred or more candidates of a few hundred bytes, and allocating that afresh
     /// each turn cost as much as ranking them.
-    static SPARE: RefCell<(Vec<Candidate<'static>>, KeyTable)> = RefCell::default();
+    static SPARE: RefCell<Spare> = RefCell::default();
+}
+
+/// What a selection's candidates leave for the next one on the thread: their memory, empty.
+#[derive(Default)]
+struct Spare {
+    list: Vec<Candidate<'static>>,
+    by_key: KeyTable,
+    order: Vec<Rank<'static>>,
 }
 
 /// `list`, emptied, as a list of candidates with another lifetime, in the same memory
@@ -289,21 +302,31 @@ fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
     list.into_iter().filter_map(|_| None).collect()
 }
 
+/// [`relabel`] for a ranking.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel_order<'b>(mut order: Vec<Rank<'_>>) -> Vec<Rank<'b>> {
+    order.clear();
+    order.into_iter().filter_map(|_| None).collect()
+}
+
 impl<'a> Candidates<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Result<Self, StoreError> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
-        let (list, mut by_key) = SPARE
+        let spare = SPARE
             .try_with(|spare| std::mem::take(&mut *spare.borrow_mut()))
             .unwrap_or_default();
-        let mut list = relabel(list);
+        let mut list = relabel(spare.list);
         list.reserve(EXPECTED);
+        let mut by_key = spare.by_key;
         by_key.reset(EXPECTED);
         Ok(Candidates {
             tools: snapshot.lookup(&TOOLS)?,
             list,
+            order: relabel_order(spare.order),
             by_key,
+            indexed: 0,
         })
     }
 
@@ -313,9 +336,29 @@ impl<'a> Candidates<'a> {
     }
 
     /// Position of `key`'s candidate, or where to record it.
-    fn probe(&self, key: &str) -> Probe {
+    #[inline]
+    fn probe(&mut self, key: &str) -> Probe {
+        if self.indexed < self.list.len() {
+            self.record_all();
+        }
+        self.probe_recorded(key)
+    }
+
+    /// [`probe`](Self::probe) among the candidates recorded in `by_key`.
+    #[inline]
+    fn probe_recorded(&self, key: &str) -> Probe {
         self.by_key
             .probe(key, |at| self.list.get(at).map(|c| c.key))
+    }
+
+    /// Records the candidates not yet in `by_key` (keys are unique in the list).
+    #[cold]
+    fn record_all(&mut self) {
+        while let Some(key) = self.list.get(self.indexed).map(|c| c.key) {
+            let vacant = self.probe_recorded(key);
+            self.by_key.insert(vacant, self.indexed);
+            self.indexed += 1;
+        }
     }
 
     /// Adds a tool already looked up.
@@ -341,7 +384,9 @@ impl<'a> Candidates<'a> {
                 }
             }
             vacant => {
+                // `probe` recorded every candidate: this one goes last.
                 self.by_key.insert(vacant, self.list.len());
+                self.indexed += 1;
                 self.list
                     .push(Candidate::new(key, found, class, score, why));
             }
@@ -353,10 +398,17 @@ impl<'a> Candidates<'a> {
         self.add_found(key, Found::NotLooked, class, score, why);
     }
 
-    /// Adds a tool the snapshot's text index retrieved: it is in the snapshot, and it is
-    /// looked up only if it is sent.
-    pub fn add_indexed(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
-        self.add_found(key, Found::Indexed(key), class, score, why);
+    /// For adding the tools one search of the snapshot's text index retrieved (see
+    /// [`Retrieved`]).
+    pub fn retrieved(&mut self) -> Retrieved<'_, 'a> {
+        if self.indexed < self.list.len() {
+            self.record_all();
+        }
+        Retrieved {
+            // With no candidate yet (no pinned, named or skill tools), nothing to merge with.
+            merge: !self.list.is_empty(),
+            candidates: self,
+        }
     }
 
     /// Adds the tool stored under `key`: looked up now, unless it is a candidate already.
@@ -408,6 +460,15 @@ impl<'a> Candidates<'a> {
 
     /// Whether a candidate was found through the message (named, discovered, skill, retrieved).
     pub fn any_matched(&mut self) -> bool {
+        // Those known to be there first (retrieved or looked up): no lookup.
+        let matching = |c: &Candidate<'_>| (class::EXACT..=class::RELEVANT).contains(&c.class);
+        if self
+            .list
+            .iter()
+            .any(|c| matching(c) && matches!(c.found, Found::Indexed(_) | Found::Yes(_)))
+        {
+            return true;
+        }
         for at in 0..self.list.len() {
             if (class::EXACT..=class::RELEVANT).contains(&self.list[at].class) && self.exists(at) {
                 return true;
@@ -420,21 +481,28 @@ impl<'a> Candidates<'a> {
     /// first `needed` of that order (all that can matter when the policy consumes candidates
     /// strictly in order): a partial selection, then a sort of those alone, and lookups (of
     /// those not known to be in the snapshot) for those alone.
-    pub fn ranked(&mut self, needed: Option<usize>) -> Vec<&Candidate<'a>> {
-        let mut order: Vec<Rank<'a>> = self
-            .list
-            .iter()
-            .enumerate()
-            .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at))
-            .collect();
+    pub fn ranked(&mut self, needed: Option<usize>) -> Ranked<'_, 'a> {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(
+            self.list
+                .iter()
+                .enumerate()
+                .map(|(at, c)| Rank::new(c.class, c.rank_score(), c.key, at)),
+        );
+        // Retrieved tools come best first, so a turn whose candidates were all retrieved has
+        // them in rank order already: checked in one pass, where a sort of two dozen cost
+        // three times that.
+        let mut sorted = order.is_sorted_by(|a, b| a.cmp(b).is_le());
         // Up to 32 candidates (a turn without skills) sort outright for less than a partial
         // selection costs; the prefix is the same either way, the order being total.
         const SELECT_ABOVE: usize = 32;
         let mut cut = false;
-        let mut sorted = false;
         if let Some(needed) = needed {
             if needed < order.len() {
-                if order.len() > SELECT_ABOVE {
+                if sorted {
+                    // The prefix is at hand.
+                } else if order.len() > SELECT_ABOVE {
                     order.select_nth_unstable_by(needed, Rank::cmp);
                 } else {
                     order.sort_unstable_by(Rank::cmp);
@@ -450,16 +518,17 @@ impl<'a> Candidates<'a> {
         }
         if missing && cut {
             // Tools gone from the snapshot left the prefix short: rank them all.
+            self.order = order;
             return self.ranked(None);
         }
         if !sorted {
             order.sort_unstable_by(Rank::cmp);
         }
-        order
-            .into_iter()
-            .filter_map(|r| self.list.get(r.at))
-            .filter(|c| !matches!(c.found, Found::No))
-            .collect()
+        self.order = order;
+        Ranked {
+            list: &self.list,
+            order: self.order.iter(),
+        }
     }
 
     /// How many candidates are pinned (tools not yet looked up included).
@@ -471,15 +540,69 @@ impl<'a> Candidates<'a> {
     }
 }
 
+/// Adds the tools one search retrieved: they are in the snapshot (looked up only if sent), and
+/// their keys are distinct, so each is merged with the candidates there were before the
+/// search, if any, and otherwise joins the list without being recorded by key (hashing and
+/// recording two dozen keys was a twelfth of a MetaTool selection, and is seldom needed).
+pub(super) struct Retrieved<'c, 'a> {
+    candidates: &'c mut Candidates<'a>,
+    merge: bool,
+}
+
+impl<'a> Retrieved<'_, 'a> {
+    /// Adds the retrieved tool `key`; a key may be given once.
+    #[inline]
+    pub fn add(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
+        let c = &mut *self.candidates;
+        if self.merge {
+            if let Probe::Found(at) = c.probe_recorded(key) {
+                if let Some(c) = c.list.get_mut(at) {
+                    if let Found::NotLooked = c.found {
+                        c.found = Found::Indexed(key);
+                    }
+                    c.merge(class, score, why);
+                }
+                return;
+            }
+        }
+        c.list
+            .push(Candidate::new(key, Found::Indexed(key), class, score, why));
+    }
+}
+
+/// The candidates in rank order ([`Candidates::ranked`]), those whose tool is gone left out.
+pub(super) struct Ranked<'c, 'a> {
+    list: &'c [Candidate<'a>],
+    order: std::slice::Iter<'c, Rank<'a>>,
+}
+
+impl<'c, 'a> Iterator for Ranked<'c, 'a> {
+    type Item = &'c Candidate<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.order
+            .by_ref()
+            .filter_map(|r| self.list.get(r.at))
+            .find(|c| !matches!(c.found, Found::No))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.order.len()))
+    }
+}
+
 impl Drop for Candidates<'_> {
     /// Leaves the memory for the next selection on this thread.
     fn drop(&mut self) {
-        let list = relabel(std::mem::take(&mut self.list));
-        let by_key = std::mem::take(&mut self.by_key);
+        let spare = Spare {
+            list: relabel(std::mem::take(&mut self.list)),
+            by_key: std::mem::take(&mut self.by_key),
+            order: relabel_order(std::mem::take(&mut self.order)),
+        };
         // During thread teardown the spare is gone: the memory is simply freed.
-        let _ = SPARE.try_with(|spare| {
-            if let Ok(mut spare) = spare.try_borrow_mut() {
-                *spare = (list, by_key);
+        let _ = SPARE.try_with(|spare_slot| {
+            if let Ok(mut slot) = spare_slot.try_borrow_mut() {
+                *slot = spare;
             }
         });
     }

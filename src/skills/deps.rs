@@ -91,7 +91,12 @@ impl<'s> Walk<'s> {
             });
         };
         self.path.clear();
-        self.visit(entry.key)
+        if self.is_done(entry.key) {
+            return Ok(());
+        }
+        // Looked up once: `visit` would look the root up again.
+        self.path.push(entry.key);
+        self.visit_found(entry.key, entry.record)
     }
 
     fn is_done(&self, name: &str) -> bool {
@@ -137,11 +142,16 @@ impl<'s> Walk<'s> {
                 chain,
             });
         };
-        for dependency in &entry.record.dependencies {
+        self.visit_found(entry.key, entry.record)
+    }
+
+    /// The rest of [`visit`](Self::visit), once `name` (on the path) is found as `skill`.
+    fn visit_found(&mut self, name: &'s Arc<str>, skill: &'s Skill) -> Result<(), SkillError> {
+        for dependency in &skill.dependencies {
             self.visit(dependency)?;
         }
         self.path.pop();
-        self.mark_done(entry.key, entry.record);
+        self.mark_done(name, skill);
         Ok(())
     }
 }
