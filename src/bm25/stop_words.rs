@@ -192,17 +192,22 @@ mod tests {
         }
     }
 
+    /// `w` as it is, upper-cased, with a suffix and with a prefix: the near misses of a check.
+    fn variants(w: &str) -> [String; 4] {
+        [
+            w.to_string(),
+            w.to_uppercase(),
+            format!("{w}s"),
+            format!("x{w}"),
+        ]
+    }
+
     #[test]
     fn the_word_check_agrees_with_the_byte_check() {
         let words = STOP_WORDS.iter().map(|w| w.to_string());
         let others = ["x", "thex", "a1", "weather", "shoul", "Ab", "PLEASE", "0"].map(String::from);
         for w in words.chain(others) {
-            for variant in [
-                w.clone(),
-                w.to_uppercase(),
-                format!("{w}s"),
-                format!("x{w}"),
-            ] {
+            for variant in variants(&w) {
                 let bytes = variant.as_bytes();
                 if bytes.len() > 8 {
                     continue;
@@ -223,12 +228,7 @@ mod tests {
     #[test]
     fn the_ascii_check_folds_case_like_lower_casing_first() {
         for w in STOP_WORDS {
-            for variant in [
-                w.to_string(),
-                w.to_uppercase(),
-                format!("{w}s"),
-                format!("x{w}"),
-            ] {
+            for variant in variants(w) {
                 let lower = variant.to_lowercase();
                 assert_eq!(
                     is_stop_word_ascii_alphanumeric(variant.as_bytes()),
