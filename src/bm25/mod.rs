@@ -170,6 +170,7 @@ pub(crate) use query::HashedQuery;
 pub use scoring::{
     Bm25Params, DEFAULT_B, DEFAULT_K1, Explanation, TermExplanation, TermScorer, idf,
 };
+pub(crate) use scratch::{KEEP_UP_TO, put_back, take_from};
 pub use stop_words::STOP_WORDS;
 pub use tokenizer::{Tokenizer, TokenizerConfig};
 pub(crate) use topk::best_first_key;

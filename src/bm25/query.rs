@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::hash::term_hash;
 use super::idf_memo::IdfMemo;
 use super::scoring::{Bm25Params, LengthNorm, TermScorer};
+use super::scratch::{KEEP_UP_TO, put_back, take_from};
 use super::segment::{Segment, same_bytes};
 
 /// One distinct query term that at least one live document contains.
@@ -100,7 +101,7 @@ impl<'q> HashedQuery<'q> {
     pub(crate) fn new(terms: &'q [(&'q str, f32)]) -> Self {
         // The buffer of the last query on this thread, if it is free: allocating one was one
         // of a selection's dozen allocations.
-        let mut order = ORDER.try_with(Cell::take).unwrap_or_default();
+        let mut order = take_from(&ORDER);
         order.clear();
         order.extend(
             terms
@@ -131,9 +132,8 @@ impl<'q> HashedQuery<'q> {
 impl Drop for HashedQuery<'_> {
     fn drop(&mut self) {
         let order = std::mem::take(&mut self.order);
-        if order.capacity() <= 1 << 12 {
-            // Ignored failure: the thread is exiting, the buffer is simply freed.
-            let _ = ORDER.try_with(|cell| cell.set(order));
+        if order.capacity() <= KEEP_UP_TO {
+            put_back(&ORDER, order);
         }
     }
 }

@@ -6,11 +6,11 @@
 //! [`SelectedTool`](super::SelectedTool)s and [`Dropped`](super::Dropped) entries, with their
 //! [`Reason`]s, and only then.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::{Bm25Index, Explanation, best_first_key};
+use crate::bm25::{Bm25Index, Explanation, best_first_key, put_back, take_from};
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
@@ -281,7 +281,7 @@ thread_local! {
     /// The memory of the last selection's candidates on this thread, empty: a selection
     /// gathers a hundred or more candidates of a few hundred bytes, and allocating that afresh
     /// each turn cost as much as ranking them.
-    static SPARE: RefCell<Spare> = RefCell::default();
+    static SPARE: Cell<Spare> = Cell::default();
 }
 
 /// What a selection's candidates leave for the next one on the thread: their memory, empty.
@@ -292,21 +292,14 @@ struct Spare {
     order: Vec<Rank<'static>>,
 }
 
-/// `list`, emptied, as a list of candidates with another lifetime, in the same memory
-/// (collecting a vector's own items into a vector of a type of the same layout reuses its
-/// allocation).
+/// `list`, emptied, as a list of another item type (here: the same type with another
+/// lifetime), in the same memory (collecting a vector's own items into a vector of a type of
+/// the same layout reuses its allocation).
 // `filter`, as clippy would have it, cannot change the item type.
 #[allow(clippy::unnecessary_filter_map)]
-fn relabel<'b>(mut list: Vec<Candidate<'_>>) -> Vec<Candidate<'b>> {
+fn relabel<A, B>(mut list: Vec<A>) -> Vec<B> {
     list.clear();
     list.into_iter().filter_map(|_| None).collect()
-}
-
-/// [`relabel`] for a ranking.
-#[allow(clippy::unnecessary_filter_map)]
-fn relabel_order<'b>(mut order: Vec<Rank<'_>>) -> Vec<Rank<'b>> {
-    order.clear();
-    order.into_iter().filter_map(|_| None).collect()
 }
 
 impl<'a> Candidates<'a> {
@@ -314,9 +307,7 @@ impl<'a> Candidates<'a> {
         // Pinned tools, a few skills' tools (dependencies included) and the retrieved ones:
         // rarely more.
         const EXPECTED: usize = 128;
-        let spare = SPARE
-            .try_with(|spare| std::mem::take(&mut *spare.borrow_mut()))
-            .unwrap_or_default();
+        let spare = take_from(&SPARE);
         let mut list = relabel(spare.list);
         list.reserve(EXPECTED);
         let mut by_key = spare.by_key;
@@ -324,7 +315,7 @@ impl<'a> Candidates<'a> {
         Ok(Candidates {
             tools: snapshot.lookup(&TOOLS)?,
             list,
-            order: relabel_order(spare.order),
+            order: relabel(spare.order),
             by_key,
             indexed: 0,
         })
@@ -597,14 +588,9 @@ impl Drop for Candidates<'_> {
         let spare = Spare {
             list: relabel(std::mem::take(&mut self.list)),
             by_key: std::mem::take(&mut self.by_key),
-            order: relabel_order(std::mem::take(&mut self.order)),
+            order: relabel(std::mem::take(&mut self.order)),
         };
-        // During thread teardown the spare is gone: the memory is simply freed.
-        let _ = SPARE.try_with(|spare_slot| {
-            if let Ok(mut slot) = spare_slot.try_borrow_mut() {
-                *slot = spare;
-            }
-        });
+        put_back(&SPARE, spare);
     }
 }
 

@@ -3,6 +3,7 @@
 use std::cell::Cell;
 
 use crate::Tool;
+use crate::bm25::{KEEP_UP_TO, put_back, take_from};
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
 
@@ -113,9 +114,6 @@ struct TermScratch {
     terms: Vec<(u64, usize, usize, f32)>,
 }
 
-/// Buffers grown past this many entries (a huge message) are freed, not kept.
-const KEEP_SCRATCH: usize = 1 << 12;
-
 thread_local! {
     static TERM_SCRATCH: Cell<TermScratch> = const {
         Cell::new(TermScratch { ends: Vec::new(), terms: Vec::new() })
@@ -124,13 +122,13 @@ thread_local! {
 
 /// Runs `f` on this thread's [`TermScratch`] (or on fresh buffers, if it is in use).
 fn with_term_scratch<T>(f: impl FnOnce(&mut TermScratch) -> T) -> T {
-    let mut scratch = TERM_SCRATCH.try_with(Cell::take).unwrap_or_default();
+    let mut scratch = take_from(&TERM_SCRATCH);
     let result = f(&mut scratch);
-    if scratch.ends.capacity().max(scratch.terms.capacity()) <= KEEP_SCRATCH {
+    // Grown past the bound (a huge message): freed, not kept.
+    if scratch.ends.capacity().max(scratch.terms.capacity()) <= KEEP_UP_TO {
         scratch.ends.clear();
         scratch.terms.clear();
-        // Ignored failure: the thread is exiting, the buffers are simply freed.
-        let _ = TERM_SCRATCH.try_with(|cell| cell.set(scratch));
+        put_back(&TERM_SCRATCH, scratch);
     }
     result
 }
