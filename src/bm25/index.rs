@@ -137,7 +137,8 @@ pub struct CorpusStats {
 /// more than the rest (the largest merge rebuilds the whole index; see [`crate::bm25`] for the
 /// numbers). Under removals and replacements, the write that leaves more than one dead document
 /// per 8 live ones (plus 256) merges everything: about 17 ms at 10,000 tool-like documents,
-/// once every ~1,500 upserts at that size. Each thread keeps one `f32` per document slot as query scratch.
+/// once every ~1,500 upserts at that size. Each thread keeps one `f32` per document slot as
+/// query scratch.
 #[derive(Clone)]
 pub struct Bm25Index {
     config: Arc<IndexConfig>,
