@@ -81,8 +81,10 @@ impl Explainer<'_> {
         }
     }
 
-    fn explain(&self, key: &str) -> Option<Explanation> {
-        self.index.and_then(|i| i.explain_weighted(key, self.query))
+    fn explain(&self, key: &str) -> Option<Box<Explanation>> {
+        self.index
+            .and_then(|i| i.explain_weighted(key, self.query))
+            .map(Box::new)
     }
 }
 

@@ -32,9 +32,12 @@ pub enum Reason {
     Retrieved {
         /// Its BM25 score.
         score: f32,
-        /// Each query term's contribution (when the policy asks for explanations).
+        /// Each query term's contribution (when the policy asks for explanations). Boxed: it
+        /// is rare (explanations are off by default) and 56 bytes, where every other reason
+        /// fits in 32; held inline it made each reason, selected tool and near miss larger to
+        /// build, move and drop (a select on MetaTool: 1.9% fewer instructions boxed).
         #[serde(skip_serializing_if = "Option::is_none")]
-        explanation: Option<Explanation>,
+        explanation: Option<Box<Explanation>>,
     },
     /// A skill it belongs to matched the message.
     Skill {
