@@ -509,3 +509,65 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
         assert_eq!(near, next, "max_tools {max_tools}");
     }
 }
+
+/// Without other sources, thresholds, tag filters or a budget, the tools' search fetches only
+/// the hits that can show (the limit and its near misses); a policy that needs more (here: a
+/// relative threshold so small it drops nothing) fetches twice the limit. Both must select,
+/// drop and explain alike, on a catalog where many more tools match than can show.
+#[test]
+fn fetching_only_the_hits_that_can_show_changes_nothing() {
+    let words = [
+        "file", "read", "write", "search", "issue", "email", "weather", "token", "repo", "disk",
+    ];
+    let store = Store::new();
+    store
+        .write(|tx| {
+            for i in 0..60usize {
+                // Each tool's text: three of the words, overlapping from tool to tool, and a
+                // repeat that varies the term frequencies (and so the scores and their ties).
+                let text: Vec<&str> = (0..3)
+                    .map(|j| words[(i * 7 + j * 3) % words.len()])
+                    .chain((i % 3 == 0).then_some(words[i % words.len()]))
+                    .collect();
+                tx.insert(&TOOLS, Tool::new(format!("tool_{i:02}"), text.join(" ")))?;
+            }
+            Ok::<_, capstore::StoreError>(())
+        })
+        .expect("catalog");
+    let snap = store.snapshot();
+    let messages = [
+        "read the file",
+        "search my email and the weather",
+        "file issue repo disk token",
+        "write to disk",
+        "weather",
+    ];
+    for max_tools in [1, 2, 5, 10] {
+        for explain in [false, true] {
+            let fetch_what_shows = SelectionPolicy {
+                max_tools,
+                explain,
+                ..SelectionPolicy::default()
+            };
+            let fetch_double = SelectionPolicy {
+                min_relative_score: f32::MIN_POSITIVE,
+                ..fetch_what_shows.clone()
+            };
+            for message in messages {
+                let turn = Turn::new(message);
+                let few = select(fetch_what_shows.clone(), &snap, &turn);
+                let more = select(fetch_double.clone(), &snap, &turn);
+                assert!(
+                    few.dropped.len() >= MAX_TOOLS_NEAR_MISSES.min(60 - max_tools)
+                        || few.tools.len() + few.dropped.len() < 60,
+                    "{message}: the catalog should give near misses"
+                );
+                assert_eq!(
+                    serde_json::to_value(&few).expect("json"),
+                    serde_json::to_value(&more).expect("json"),
+                    "{message}, max_tools {max_tools}, explain {explain}"
+                );
+            }
+        }
+    }
+}

@@ -323,6 +323,11 @@ impl<'a> Candidates<'a> {
         })
     }
 
+    /// Whether no candidate has been added yet.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// The snapshot's tools, for looking up candidates.
     pub fn tools(&self) -> RowLookup<'a, Tool> {
         self.tools
