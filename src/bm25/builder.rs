@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::index::Attachment;
 use super::postings::{Posting, Postings};
 use super::segment::{NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
@@ -92,11 +93,13 @@ impl Builder {
         id
     }
 
-    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`.
+    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`,
+    /// with its attachment if it has one.
     pub(crate) fn push_doc(
         &mut self,
         slot: u32,
         key: Arc<str>,
+        attachment: Option<Attachment>,
         len: f32,
         ids: impl IntoIterator<Item = u32>,
     ) {
@@ -104,6 +107,16 @@ impl Builder {
         self.doc_terms.extend(ids);
         seg.doc_starts.push(offset(self.doc_terms.len()));
         seg.slots.push(slot);
+        // `attached` stays empty until a document has an attachment, then runs alongside
+        // `keys`, with the room reserved for them (no second growth pattern, no slack beyond
+        // theirs).
+        if attachment.is_some() && seg.attached.is_empty() {
+            seg.attached.reserve_exact(seg.keys.capacity().max(1));
+            seg.attached.resize(seg.keys.len(), None);
+        }
+        if !seg.attached.is_empty() || attachment.is_some() {
+            seg.attached.push(attachment);
+        }
         seg.keys.push(key);
         seg.lens.push(len);
         seg.live_len += f64::from(len);
