@@ -93,8 +93,19 @@ impl Builder {
         id
     }
 
-    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`,
-    /// with its attachment if it has one.
+    /// Adds `ids` to the term ids of the next document [`Self::push_doc`] adds (before the
+    /// `ids` that one is given). For a segment's first document the list is kept as it is: a
+    /// one-document segment keeps the caller's list, not a copy.
+    pub(crate) fn add_doc_terms(&mut self, ids: Vec<u32>) {
+        if self.doc_terms.is_empty() {
+            self.doc_terms = ids;
+        } else {
+            self.doc_terms.extend(ids);
+        }
+    }
+
+    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`
+    /// (after those [`Self::add_doc_terms`] gave), with its attachment if it has one.
     pub(crate) fn push_doc(
         &mut self,
         slot: u32,

@@ -285,7 +285,10 @@ impl Bm25Index {
             b.push_posting(id, posting);
             ids.push(id);
         }
-        b.push_doc(slot, Arc::clone(&key), attachment, analyzed.len, ids);
+        // The list becomes the segment's (not copied into a list of its own): an insert makes
+        // one allocation fewer, the one its attachment list takes.
+        b.add_doc_terms(ids);
+        b.push_doc(slot, Arc::clone(&key), attachment, analyzed.len, []);
         self.slots.insert(key, slot);
         self.append(b.finish());
     }
