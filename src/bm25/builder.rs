@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::index::Attachment;
 use super::postings::{Posting, Postings};
 use super::segment::{NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
@@ -92,11 +93,24 @@ impl Builder {
         id
     }
 
-    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`.
+    /// Adds `ids` to the term ids of the next document [`Self::push_doc`] adds (before the
+    /// `ids` that one is given). For a segment's first document the list is kept as it is: a
+    /// one-document segment keeps the caller's list, not a copy.
+    pub(crate) fn add_doc_terms(&mut self, ids: Vec<u32>) {
+        if self.doc_terms.is_empty() {
+            self.doc_terms = ids;
+        } else {
+            self.doc_terms.extend(ids);
+        }
+    }
+
+    /// Adds a document at `slot` (above every slot added before) containing the terms `ids`
+    /// (after those [`Self::add_doc_terms`] gave), with its attachment if it has one.
     pub(crate) fn push_doc(
         &mut self,
         slot: u32,
         key: Arc<str>,
+        attachment: Option<Attachment>,
         len: f32,
         ids: impl IntoIterator<Item = u32>,
     ) {
@@ -104,6 +118,16 @@ impl Builder {
         self.doc_terms.extend(ids);
         seg.doc_starts.push(offset(self.doc_terms.len()));
         seg.slots.push(slot);
+        // `attached` stays empty until a document has an attachment, then runs alongside
+        // `keys`, with the room reserved for them (no second growth pattern, no slack beyond
+        // theirs).
+        if attachment.is_some() && seg.attached.is_empty() {
+            seg.attached.reserve_exact(seg.keys.capacity().max(1));
+            seg.attached.resize(seg.keys.len(), None);
+        }
+        if !seg.attached.is_empty() || attachment.is_some() {
+            seg.attached.push(attachment);
+        }
         seg.keys.push(key);
         seg.lens.push(len);
         seg.live_len += f64::from(len);

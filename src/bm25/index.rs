@@ -55,29 +55,41 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// What the crate may keep with a document, opaque to the index: the store keeps each
+/// record's row there, so that a search hit leads to its record without a look-up by key
+/// (see [`KeyHit::attachment`]).
+pub(crate) type Attachment = Arc<dyn std::any::Any + Send + Sync>;
+
 /// A search result borrowed from the index: the document's stored key (not shared, so no
-/// reference count is touched until a caller keeps it) and its score. A selection searches
-/// for two dozen tools and sends about ten: sharing each hit's key and dropping it again were
-/// two atomic operations per hit.
+/// reference count is touched until a caller keeps it), its attachment and its score. A
+/// selection searches for two dozen tools and sends about ten: sharing each hit's key and
+/// dropping it again were two atomic operations per hit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyHit<'i> {
     /// The document's stored key.
     pub key: &'i Arc<str>,
     /// Its BM25 score for the query.
     pub score: f32,
+    /// What the document was inserted with ([`Bm25Index::insert_attached`]); `None` for a
+    /// document inserted by [`Bm25Index::insert`].
+    pub attachment: Option<&'i Attachment>,
 }
 
-/// Makes a [`Hit`], sharing the stored key.
-fn shared_hit(key: &Arc<str>, score: f32) -> Hit {
-    Hit {
-        key: Arc::clone(key),
+/// Makes the [`Hit`] of document `doc` of `seg`, sharing the stored key.
+fn shared_hit(seg: &Segment, doc: usize, score: f32) -> Option<Hit> {
+    Some(Hit {
+        key: Arc::clone(seg.key(doc)?),
         score,
-    }
+    })
 }
 
-/// Makes a [`KeyHit`].
-fn key_hit(key: &Arc<str>, score: f32) -> KeyHit<'_> {
-    KeyHit { key, score }
+/// Makes the [`KeyHit`] of document `doc` of `seg`.
+fn key_hit(seg: &Segment, doc: usize, score: f32) -> Option<KeyHit<'_>> {
+    Some(KeyHit {
+        key: seg.key(doc)?,
+        score,
+        attachment: seg.attachment(doc),
+    })
 }
 
 /// The corpus statistics BM25 uses, exact for the index version they come from.
@@ -232,6 +244,18 @@ impl Bm25Index {
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
     pub fn insert(&mut self, key: &str, doc: &Document) {
+        self.insert_attached(key, doc, None);
+    }
+
+    /// [`insert`](Self::insert), keeping `attachment` with the document: its search hits
+    /// ([`KeyHit`]) carry it until the document is replaced or removed. The store passes each
+    /// record's row, so a selection reaches the records of its hits without looking them up.
+    pub(crate) fn insert_attached(
+        &mut self,
+        key: &str,
+        doc: &Document,
+        attachment: Option<Attachment>,
+    ) {
         if self.next_slot == u32::MAX {
             // Four billion writes since the last renumbering: renumber rather than overflow.
             self.renumber();
@@ -261,7 +285,10 @@ impl Bm25Index {
             b.push_posting(id, posting);
             ids.push(id);
         }
-        b.push_doc(slot, Arc::clone(&key), analyzed.len, ids);
+        // The list becomes the segment's (not copied into a list of its own): an insert makes
+        // one allocation fewer, the one its attachment list takes.
+        b.add_doc_terms(ids);
+        b.push_doc(slot, Arc::clone(&key), attachment, analyzed.len, []);
         self.slots.insert(key, slot);
         self.append(b.finish());
     }
@@ -557,14 +584,15 @@ impl Bm25Index {
 
     /// Prepares the query (`len` tokens, token `i` being `token(i)` = (text, weight)) in the
     /// thread's scratch, scores every posting of its terms into the scratch's dense score
-    /// array, then selects the top `k`, each made by `make` from its stored key and score.
+    /// array, then selects the top `k`, each made by `make` from its segment, its index there
+    /// and its score.
     fn run<'s, 'q, T>(
         &'s self,
         len: usize,
         token: impl Fn(usize) -> (&'q str, f32),
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
-        make: impl Fn(&'s Arc<str>, f32) -> T,
+        make: impl Fn(&'s Segment, usize, f32) -> Option<T>,
     ) -> Vec<T> {
         if k == 0 || len == 0 {
             return Vec::new();
@@ -598,7 +626,7 @@ impl Bm25Index {
         prepare: impl FnOnce(&Corpus<'_>, &mut Prepared),
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
-        make: impl Fn(&'s Arc<str>, f32) -> T,
+        make: impl Fn(&'s Segment, usize, f32) -> Option<T>,
     ) -> Vec<T> {
         with_scratch(|scratch| {
             prepare(&self.corpus(), &mut scratch.query);
@@ -638,7 +666,7 @@ impl Bm25Index {
         k: usize,
         keep: Option<&dyn Fn(&str) -> bool>,
         buffer: &mut Vec<(f32, u32)>,
-        make: impl Fn(&'s Arc<str>, f32) -> T,
+        make: impl Fn(&'s Segment, usize, f32) -> Option<T>,
     ) -> Vec<T> {
         let key = |slot: u32| self.locate(slot).and_then(|(seg, doc)| seg.key(doc));
         let mut top = TopK::new(k, buffer);
@@ -673,7 +701,10 @@ impl Bm25Index {
                 }
             }
         }
-        top.into_hits(&key, make)
+        top.into_hits(&key, |slot, score| {
+            let (seg, doc) = self.locate(slot)?;
+            make(seg, doc, score)
+        })
     }
 
     /// `key`'s score for `query`, exactly as [`search`](Self::search) reports it (0 when it
@@ -893,6 +924,13 @@ impl Bm25Index {
             segments => segments.get(segments.partition_point(|s| s.hi <= slot))?,
         };
         Some((seg, seg.doc(slot)?))
+    }
+
+    /// The attachment of the document under `key`, if it has one.
+    #[cfg(test)]
+    pub(crate) fn attachment(&self, key: &str) -> Option<&Attachment> {
+        let (seg, doc) = self.locate(*self.slots.get(key)?)?;
+        seg.attachment(doc)
     }
 
     /// The frequency of query term `t` in the document at `slot`, if it contains it.

@@ -484,3 +484,67 @@ fn steady_upserts_keep_dead_documents_to_one_in_eight() {
         );
     }
 }
+
+/// Attachments follow their documents through replacements, removals, merges (at every merge
+/// factor worth testing), renumberings and compaction, in documents inserted with and without
+/// one side by side (so segments and merges meet both), and hits carry them.
+#[test]
+fn attachments_follow_their_documents() {
+    use std::collections::BTreeMap;
+    for factor in [2, 3, 4] {
+        let mut index = index().with_merge_factor(factor);
+        let mut model: BTreeMap<String, Option<Attachment>> = BTreeMap::new();
+        // A fixed pseudo-random walk: 0..24 keys, a third without attachments.
+        let mut state = 0x2545_f491_u64;
+        for step in 0..3000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = format!("k{}", state % 24);
+            match (state >> 8) % 8 {
+                0 | 1 => {
+                    index.remove(&key);
+                    model.remove(&key);
+                }
+                2 => {
+                    index.insert(&key, &doc("common plain"));
+                    model.insert(key, None);
+                }
+                _ => {
+                    let attachment: Attachment = Arc::new(step);
+                    let text = if step % 2 == 0 {
+                        "common even"
+                    } else {
+                        "common odd"
+                    };
+                    index.insert_attached(&key, &doc(text), Some(Arc::clone(&attachment)));
+                    model.insert(key, Some(attachment));
+                }
+            }
+            if step % 500 == 499 {
+                index.compact();
+            }
+            let same = |a: Option<&Attachment>, b: Option<&Attachment>| match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            for (key, attachment) in &model {
+                assert!(
+                    same(index.attachment(key), attachment.as_ref()),
+                    "factor {factor}, step {step}, {key}"
+                );
+            }
+            let terms = [("common", 1.0f32)];
+            let hits = index.search_hashed_keys(&HashedQuery::new(&terms), 32, None);
+            assert_eq!(hits.len(), model.len());
+            for hit in hits {
+                let expected = model.get(&**hit.key).and_then(Option::as_ref);
+                assert!(
+                    same(hit.attachment, expected),
+                    "factor {factor}, step {step}"
+                );
+            }
+        }
+    }
+}

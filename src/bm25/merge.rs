@@ -213,7 +213,8 @@ pub(crate) fn merge(run: &[Arc<Segment>], dead: &Tombstones) -> Segment {
                 continue;
             };
             let ids = seg.doc_terms(doc).map(|id| input.new_id(id));
-            b.push_doc(slot, Arc::clone(key), len, ids);
+            let attachment = seg.attachment(doc).cloned();
+            b.push_doc(slot, Arc::clone(key), attachment, len, ids);
         }
         for id in 0..seg.n_terms() {
             let id = u32::try_from(id).unwrap_or(NO_TERM);

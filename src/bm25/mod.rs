@@ -40,7 +40,9 @@
 //! (as in Lucene, tantivy and LSM trees), each a flat inverted index behind an `Arc`
 //! (`segment.rs`): a term dictionary keyed by the term's 64-bit hash (`term_table.rs`), postings
 //! `(slot, tf, dl)` in one array laid out by term, each document's key and length, and each
-//! document's term ids (so that a removal can name its terms).
+//! document's term ids (so that a removal can name its terms). Inside the crate a document may
+//! carry an opaque attachment, which its search hits hand back: the store attaches each
+//! record's row, so a selection reaches the records of its hits without a look-up by key.
 //!
 //! - **Insert** builds a one-document segment (O(terms), no shared state) and appends it.
 //! - **Remove** tombstones the slot in a bitset (for queries to skip) and appends a segment
@@ -164,7 +166,7 @@ pub use bulk::BULK_COMPACT_MAX_DOCS;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
-pub(crate) use index::KeyHit;
+pub(crate) use index::{Attachment, KeyHit};
 pub use index::{Bm25Index, CorpusStats, Hit};
 pub(crate) use query::HashedQuery;
 pub use scoring::{

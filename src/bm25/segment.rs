@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use super::hash::term_hash;
+use super::index::Attachment;
 use super::postings::{List, Postings, SHORT_MAX_DOCS};
 use super::term_ids::{Ids, TermIds};
 use super::term_offsets::TermOffsets;
@@ -46,6 +47,9 @@ pub(crate) struct Segment {
     /// The documents, by ascending slot, with their keys and (weighted) lengths.
     pub(super) slots: Vec<u32>,
     pub(super) keys: Vec<Arc<str>>,
+    /// Each document's [`Attachment`], by document as `keys`; empty when none of them has one
+    /// (documents inserted through the public [`super::Bm25Index::insert`] have none).
+    pub(super) attached: Vec<Option<Attachment>>,
     pub(super) lens: Vec<f32>,
     /// `doc_terms[doc_starts[d]..doc_starts[d + 1]]`: document `d`'s term ids, so that a
     /// removal can record its terms.
@@ -151,6 +155,12 @@ impl Segment {
 
     pub(crate) fn key(&self, doc: usize) -> Option<&Arc<str>> {
         self.keys.get(doc)
+    }
+
+    /// Document `doc`'s attachment, if it was given one.
+    #[inline]
+    pub(crate) fn attachment(&self, doc: usize) -> Option<&Attachment> {
+        self.attached.get(doc)?.as_ref()
     }
 
     pub(crate) fn doc_len(&self, doc: usize) -> Option<f32> {

@@ -207,12 +207,12 @@ impl<'b> TopK<'b> {
         }
     }
 
-    /// The best k, best first, each made by `make` from its key (`key` gives a slot's key)
-    /// and score.
+    /// The best k, best first (`key` gives a slot's key), each made by `make` from its slot
+    /// and score (`None` leaves it out).
     pub(crate) fn into_hits<'k, T>(
         mut self,
         key: &impl Fn(u32) -> Option<&'k Arc<str>>,
-        make: impl Fn(&'k Arc<str>, f32) -> T,
+        make: impl Fn(u32, f32) -> Option<T>,
     ) -> Vec<T> {
         self.prune(key);
         // Small k keeps its items sorted once there are k of them.
@@ -220,11 +220,9 @@ impl<'b> TopK<'b> {
             sort_best_first(self.items, key);
         }
         let mut hits = Vec::with_capacity(self.items.len());
-        hits.extend(
-            self.items
-                .iter()
-                .filter_map(|&(score, slot)| key(slot).map(|key| make(key, score))),
-        );
+        for &(score, slot) in self.items.iter() {
+            hits.extend(make(slot, score));
+        }
         hits
     }
 }
@@ -243,7 +241,7 @@ mod tests {
                 top.push(s, i as u32, &key);
             }
         }
-        top.into_hits(&key, |key, score| (key.to_string(), score))
+        top.into_hits(&key, |slot, score| Some((key(slot)?.to_string(), score)))
     }
 
     #[test]

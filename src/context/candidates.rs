@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::{Bm25Index, Explanation, best_first_key, put_back, take_from};
+use crate::bm25::{Attachment, Bm25Index, Explanation, best_first_key, put_back, take_from};
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
@@ -139,8 +139,10 @@ pub(super) struct Candidate<'a> {
 enum Found<'a> {
     NotLooked,
     /// In the snapshot (its text index retrieved it, under this stored key), not looked up:
-    /// only the tools that are sent need their records, not the near misses.
-    Indexed(&'a Arc<str>),
+    /// only the tools that are sent need their records, not the near misses. With the row the
+    /// index keeps with the tool's document (the store's tables always give it one), which is
+    /// the tool's row in the snapshot: the record needs no look-up either.
+    Indexed(&'a Arc<str>, Option<&'a Attachment>),
     Yes(Entry<'a, Tool>),
     No,
 }
@@ -200,7 +202,8 @@ impl<'a> Candidate<'a> {
         match self.found {
             Found::Yes(entry) => Some(entry),
             Found::No => None,
-            Found::NotLooked | Found::Indexed(_) => tools.entry(self.key),
+            Found::Indexed(key, Some(row)) => Entry::of_row(key, row),
+            Found::NotLooked | Found::Indexed(_, None) => tools.entry(self.key),
         }
     }
 
@@ -209,7 +212,7 @@ impl<'a> Candidate<'a> {
     pub fn shared_key(&self) -> Arc<str> {
         match self.found {
             Found::Yes(entry) => Arc::clone(entry.key),
-            Found::Indexed(key) => Arc::clone(key),
+            Found::Indexed(key, _) => Arc::clone(key),
             Found::NotLooked | Found::No => Arc::from(self.key),
         }
     }
@@ -373,7 +376,7 @@ impl<'a> Candidates<'a> {
                     // What is known of the tool only grows: looked up beats indexed beats
                     // not looked up.
                     match (c.found, found) {
-                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed(_)) => {
+                        (_, Found::Yes(_)) | (Found::NotLooked, Found::Indexed(..)) => {
                             c.found = found
                         }
                         _ => {}
@@ -463,7 +466,7 @@ impl<'a> Candidates<'a> {
         if self
             .list
             .iter()
-            .any(|c| matching(c) && matches!(c.found, Found::Indexed(_) | Found::Yes(_)))
+            .any(|c| matching(c) && matches!(c.found, Found::Indexed(..) | Found::Yes(_)))
         {
             return true;
         }
@@ -548,23 +551,31 @@ pub(super) struct Retrieved<'c, 'a> {
 }
 
 impl<'a> Retrieved<'_, 'a> {
-    /// Adds the retrieved tool `key`; a key may be given once.
+    /// Adds the retrieved tool `key` (with `row`, the hit's attachment: the tool's row); a key
+    /// may be given once.
     #[inline]
-    pub fn add(&mut self, key: &'a Arc<str>, class: u8, score: f32, why: Why<'a>) {
+    pub fn add(
+        &mut self,
+        key: &'a Arc<str>,
+        row: Option<&'a Attachment>,
+        class: u8,
+        score: f32,
+        why: Why<'a>,
+    ) {
+        let found = Found::Indexed(key, row);
         let c = &mut *self.candidates;
         if self.merge {
             if let Probe::Found(at) = c.probe_recorded(key) {
                 if let Some(c) = c.list.get_mut(at) {
                     if let Found::NotLooked = c.found {
-                        c.found = Found::Indexed(key);
+                        c.found = found;
                     }
                     c.merge(class, score, why);
                 }
                 return;
             }
         }
-        c.list
-            .push(Candidate::new(key, Found::Indexed(key), class, score, why));
+        c.list.push(Candidate::new(key, found, class, score, why));
     }
 }
 

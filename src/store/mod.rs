@@ -481,4 +481,6 @@ impl Store {
 }
 
 #[cfg(test)]
+mod attachment_tests;
+#[cfg(test)]
 mod tests;

@@ -201,12 +201,21 @@ impl<R> Copy for RowLookup<'_, R> {}
 impl<'s, R: Record> RowLookup<'s, R> {
     /// The record under `key`, as [`Snapshot::entry`] finds it.
     pub fn entry(&self, key: &str) -> Option<Entry<'s, R>> {
-        self.rows.get_key_value(key).and_then(|(key, row)| {
-            Some(Entry {
-                key,
-                record: row.downcast_ref::<R>()?,
-                row,
-            })
+        self.rows
+            .get_key_value(key)
+            .and_then(|(key, row)| Entry::of_row(key, row))
+    }
+}
+
+impl<'s, R: Record> Entry<'s, R> {
+    /// The entry of `row`, stored under `key`, if it holds an `R`. For a row reached without a
+    /// look-up: the one a table's text index keeps with the record's document (a search hit's
+    /// attachment), which is the row the table holds under that key in the same snapshot.
+    pub fn of_row(key: &'s Arc<str>, row: &'s Row) -> Option<Self> {
+        Some(Entry {
+            key,
+            record: row.downcast_ref::<R>()?,
+            row,
         })
     }
 }

@@ -122,7 +122,10 @@ impl TableState {
             }
         }
         if let (Some(text), Some(doc)) = (&mut self.text, document) {
-            text.insert(&key, &doc);
+            // The row goes with its document: a search hit leads to it without a look-up. This
+            // and `remove` are the table's only writes, and they write rows and text together,
+            // so a hit's row is always the one `rows` holds under its key.
+            text.insert_attached(&key, &doc, Some(row));
         }
         old
     }
