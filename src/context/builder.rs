@@ -55,6 +55,9 @@ pub struct ContextBuilder {
 /// ```
 pub const MAX_TOOLS_NEAR_MISSES: usize = 8;
 
+/// Up to this many query terms, a selection keeps its borrowed term list on the stack.
+const TERMS_ON_STACK: usize = 32;
+
 impl ContextBuilder {
     /// A builder with the default policy ([`SelectionPolicy::default`]).
     ///
@@ -106,10 +109,22 @@ impl ContextBuilder {
         let p = &self.policy;
         let texts = weighted_texts(turn, p);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
-        // The terms as the searches take them, borrowed from `query`.
-        let terms: Vec<(&str, f32)> = query.iter().collect();
+        // The terms as the searches take them, borrowed from `query`: on the stack up to
+        // `TERMS_ON_STACK` (a message's usual dozen), where a vector was one of a selection's
+        // handful of allocations.
+        let mut on_stack = [("", 0.0f32); TERMS_ON_STACK];
+        let on_heap: Vec<(&str, f32)>;
+        let terms: &[(&str, f32)] = if query.len() <= TERMS_ON_STACK {
+            for (slot, term) in on_stack.iter_mut().zip(query.iter()) {
+                *slot = term;
+            }
+            on_stack.get(..query.len()).unwrap_or_default()
+        } else {
+            on_heap = query.iter().collect();
+            &on_heap
+        };
         // Hashed and ordered once for both searches (tools and skills).
-        let hashed = HashedQuery::new(&terms);
+        let hashed = HashedQuery::new(terms);
         let mut candidates = Candidates::new(snapshot)?;
         // Room for the usual near misses and skills: growing these lists one push at a time
         // was a few hundred instructions a turn.
@@ -134,12 +149,12 @@ impl ContextBuilder {
         self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
         // The hits borrow their keys from the snapshot's index; added in turn below.
         let k = self.tools_search_k(!candidates.is_empty(), turn);
-        let (hits, filtered) = self.search_tools(snapshot, &terms, &hashed, k)?;
+        let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, k)?;
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: &terms,
+            query: terms,
         };
         dropped.extend(filtered);
         self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
