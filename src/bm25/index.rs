@@ -388,6 +388,13 @@ impl Bm25Index {
         self.slots.is_empty()
     }
 
+    /// How many slots have been handed out since the last renumbering (tests check that
+    /// one happened).
+    #[cfg(test)]
+    pub(crate) fn slots_allocated(&self) -> u32 {
+        self.next_slot
+    }
+
     /// `N`, the total length and `avgdl` of this version.
     ///
     /// ```

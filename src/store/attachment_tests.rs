@@ -166,7 +166,8 @@ fn churn_renumbers_and_keeps_the_rows() {
     tx.commit();
     let snap = store.snapshot();
     let index = snap.text_index(&TOOLS).expect("text index");
-    // 320 slots were allocated; a renumbering gave the 20 live documents slots 0..20 again.
-    assert!(format!("{index:?}").contains(", slots: 6"), "{index:?}");
+    // 320 slots were handed out; a renumbering gave the 20 live documents slots 0..20 again,
+    // and only the churn after it took more.
+    assert!(index.slots_allocated() < 320, "{index:?}");
     check(&snap).expect("rows after churn");
 }
