@@ -62,8 +62,8 @@ pub(crate) type Attachment = Arc<dyn std::any::Any + Send + Sync>;
 
 /// A search result borrowed from the index: the document's stored key (not shared, so no
 /// reference count is touched until a caller keeps it), its attachment and its score. A
-/// selection searches for two dozen tools and sends about ten: sharing each hit's key and
-/// dropping it again were two atomic operations per hit.
+/// selection searches for up to two dozen tools and sends about ten: sharing each hit's key
+/// and dropping it again were two atomic operations per hit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyHit<'i> {
     /// The document's stored key.

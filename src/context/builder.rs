@@ -310,8 +310,8 @@ impl ContextBuilder {
     /// in the place of a tool that a tag filter or the token budget turns away, or as a reason
     /// of a tool that another source brought (`other_candidates`: pinned, named, discovered,
     /// a skill's; or recent and last turn's, added later). Then twice the limit and a few
-    /// more, as always; otherwise no more than can show (nor than that): sorting and handing
-    /// out the hits that could not show was 2.6% of a select on MetaTool.
+    /// more, as always; otherwise only what can show, and never more than that double limit:
+    /// sorting and handing out hits that could not show was 2.6% of a select on MetaTool.
     fn tools_search_k(&self, other_candidates: bool, turn: &Turn) -> usize {
         let p = &self.policy;
         let beyond_shown = other_candidates
