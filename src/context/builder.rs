@@ -178,9 +178,7 @@ impl ContextBuilder {
         // Without tag filters or a token budget, `fill` takes the pinned tools, then at most
         // `max_tools` others and the near misses, strictly in rank order: nothing past that
         // prefix can reach the selection, so only the prefix is ranked.
-        let in_order =
-            p.include_tags.is_empty() && p.exclude_tags.is_empty() && p.token_budget.is_none();
-        let needed = in_order.then(|| {
+        let needed = self.fills_in_rank_order().then(|| {
             candidates
                 .pinned()
                 .saturating_add(p.max_tools)
@@ -305,6 +303,13 @@ impl ContextBuilder {
         Ok(())
     }
 
+    /// Whether `fill` takes the candidates strictly in rank order: without tag filters, which
+    /// drop some, or a token budget, which skips those that do not fit.
+    fn fills_in_rank_order(&self) -> bool {
+        let p = &self.policy;
+        p.include_tags.is_empty() && p.exclude_tags.is_empty() && p.token_budget.is_none()
+    }
+
     /// How many hits the tools' search fetches. Only the first `max_tools` and the near misses
     /// after them can show, unless a hit further down can: as a drop below a score threshold,
     /// in the place of a tool that a tag filter or the token budget turns away, or as a reason
@@ -317,9 +322,7 @@ impl ContextBuilder {
         let beyond_shown = other_candidates
             || p.min_score > 0.0
             || p.min_relative_score > 0.0
-            || !p.include_tags.is_empty()
-            || !p.exclude_tags.is_empty()
-            || p.token_budget.is_some()
+            || !self.fills_in_rank_order()
             || (p.keep_recently_used && !turn.recent_tools.is_empty())
             || (p.keep_previous && !turn.previous.is_empty());
         let double = p.max_tools.saturating_mul(2).saturating_add(4);
