@@ -303,11 +303,16 @@ impl ContextBuilder {
         Ok(())
     }
 
+    /// Whether the policy filters tools by tag (without, [`Self::tag_filter`] passes every
+    /// tool, and no tool needs looking up for it).
+    fn filters_tags(&self) -> bool {
+        !self.policy.include_tags.is_empty() || !self.policy.exclude_tags.is_empty()
+    }
+
     /// Whether `fill` takes the candidates strictly in rank order: without tag filters, which
     /// drop some, or a token budget, which skips those that do not fit.
     fn fills_in_rank_order(&self) -> bool {
-        let p = &self.policy;
-        p.include_tags.is_empty() && p.exclude_tags.is_empty() && p.token_budget.is_none()
+        !self.filters_tags() && self.policy.token_budget.is_none()
     }
 
     /// How many hits the tools' search fetches. Only the first `max_tools` and the near misses
@@ -344,10 +349,9 @@ impl ContextBuilder {
         hashed: &HashedQuery<'_>,
         k: usize,
     ) -> Result<(Vec<KeyHit<'a>>, Vec<Dropped>), SelectError> {
-        let p = &self.policy;
         let filtered: RefCell<Vec<(String, DropReason)>> = RefCell::new(Vec::new());
         let index = snapshot.text_index(&TOOLS)?;
-        let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
+        let filtering = self.filters_tags();
         // Without tag filters every indexed tool passes: no table lookup or filter call per hit.
         let keep = |key: &str| match snapshot.get(&TOOLS, key) {
             Ok(Some(tool)) => match self.tag_filter(tool) {
@@ -450,7 +454,7 @@ impl ContextBuilder {
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let count_tokens = p.token_budget.is_some() || p.explain;
-        let filtering = !p.include_tags.is_empty() || !p.exclude_tags.is_empty();
+        let filtering = self.filters_tags();
         let mut selected: Vec<SelectedTool> =
             Vec::with_capacity(p.max_tools.min(ordered.size_hint().1.unwrap_or(0)));
         let mut used = 0usize;
