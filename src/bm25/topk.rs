@@ -71,7 +71,7 @@ fn sort_best_first<'k>(items: &mut [(f32, u32)], key: &impl Fn(u32) -> Option<&'
     for (p, &(score, slot)) in packed.iter_mut().zip(items.iter()) {
         *p = u64::from(best_first_key(score)) << 32 | u64::from(slot);
     }
-    packed.sort_unstable();
+    sort_distinct(packed);
     let mut ties = false;
     let mut last = None;
     for (item, &p) in items.iter_mut().zip(packed.iter()) {
@@ -87,6 +87,28 @@ fn sort_best_first<'k>(items: &mut [(f32, u32)], key: &impl Fn(u32) -> Option<&'
             }
         }
     }
+}
+
+/// Up to this many items, [`sort_distinct`] places each by counting the smaller ones.
+const RANK_SORT_UP_TO: usize = 32;
+
+/// Sorts distinct integers ascending. Up to [`RANK_SORT_UP_TO`], each goes straight to its
+/// place, the number of smaller ones, counted without a branch: n² compares that never
+/// mispredict. The standard library's insertion sort mispredicted at every element's stop:
+/// sorting the top 18 of a MetaTool selection took 1.5k instructions and 5% of its time.
+fn sort_distinct(values: &mut [u64]) {
+    if values.len() > RANK_SORT_UP_TO {
+        values.sort_unstable();
+        return;
+    }
+    let mut sorted = [0u64; RANK_SORT_UP_TO];
+    for &v in values.iter() {
+        let smaller: usize = values.iter().map(|&w| usize::from(w < v)).sum();
+        if let Some(place) = sorted.get_mut(smaller) {
+            *place = v;
+        }
+    }
+    values.copy_from_slice(sorted.get(..values.len()).unwrap_or_default());
 }
 
 impl<'b> TopK<'b> {
@@ -310,6 +332,27 @@ mod tests {
             want.sort_by(|a, b| rank(a, b, &key));
             sort_best_first(&mut items, &key);
             assert_eq!(items, want, "{len}");
+        }
+    }
+
+    #[test]
+    fn sort_distinct_sorts_at_every_length() {
+        // Across the rank sort's bound (32) and past it, with the values packed as the top k
+        // packs them (high halves often equal, low halves distinct).
+        let mut state = 7u64;
+        for len in 0..=40u64 {
+            let mut values: Vec<u64> = (0..len)
+                .map(|i| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (state >> 61) << 32 | (len - i)
+                })
+                .collect();
+            let mut want = values.clone();
+            want.sort_unstable();
+            sort_distinct(&mut values);
+            assert_eq!(values, want, "{len}");
         }
     }
 
