@@ -424,8 +424,7 @@ impl ContextBuilder {
                 }),
                 None => {
                     let relative = if best > 0.0 { hit.score / best } else { 0.0 };
-                    let why = Why::Retrieved { score: hit.score };
-                    retrieved.add(hit.key, hit.attachment, class::RELEVANT, relative, why);
+                    retrieved.add(hit.key, hit.attachment, relative, hit.score);
                 }
             }
         }
