@@ -6,7 +6,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::ascii_words::ascii_words;
 use super::identifier::{ascii_identifier_parts, split_ascii_identifier, split_identifier};
-use super::stem::{stem_cut, stem_tail};
+use super::stem::{stem_cut, stem_cut_word, stem_tail};
 use super::stop_words::{is_stop_word, is_stop_word_ascii_alphanumeric, is_stop_word_lower_word};
 
 /// The stack buffer of the ASCII path: terms gather here and reach the caller's buffer in one
@@ -199,7 +199,7 @@ impl Tokenizer {
                 }
                 if let Some(out) = buf.get_mut(n..n + 8) {
                     out.copy_from_slice(&lower.to_le_bytes());
-                    n += self.stem_buffered(out.get_mut(..len).unwrap_or_default());
+                    n += self.stem_buffered_word(out, lower, len);
                     ends.push(text_buf.len() + n);
                     return;
                 }
@@ -245,6 +245,23 @@ impl Tokenizer {
         let (mut len, add_y) = stem_cut(out);
         if add_y {
             // `y` replaces a cut suffix, so it fits where the part was.
+            if let Some(y) = out.get_mut(len) {
+                *y = b'y';
+                len += 1;
+            }
+        }
+        len
+    }
+
+    /// [`Self::stem_buffered`] of the `len`-byte term (at most 8) held in `word` and written at
+    /// the start of `out`, stemmed with the word-wide [`stem_cut_word`].
+    #[inline]
+    fn stem_buffered_word(&self, out: &mut [u8], word: u64, len: usize) -> usize {
+        if !self.config.stemming {
+            return len;
+        }
+        let (mut len, add_y) = stem_cut_word(word, len);
+        if add_y {
             if let Some(y) = out.get_mut(len) {
                 *y = b'y';
                 len += 1;
