@@ -157,10 +157,25 @@ pub(crate) fn ascii_identifier_parts(text: &[u8], mut part: impl FnMut(usize, us
     let mut i = 0;
     while let Some(&b) = text.get(i) {
         let first = ascii_class(b);
-        i += 1;
         if first == Class::Separator {
+            i += 1;
             continue;
         }
+        // Most words of prose are lower-case letters, or a capital and lower-case letters: no
+        // rule cuts those, so the word is one part, found with one look at its letters (8 at a
+        // time) and none at the rules. Any other word is cut by the rules below.
+        if matches!(first, Class::Lower | Class::Upper) {
+            let end = i + 1 + lower_run(text, i + 1);
+            if text
+                .get(end)
+                .is_none_or(|&b| ascii_class(b) == Class::Separator)
+            {
+                part(i, end);
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
         let mut start = i - 1;
         let mut prev = first;
         // Only the `HTTPServer` rule looks two back, and only at a capital: a flag will do.
@@ -263,7 +278,9 @@ mod tests {
             b"abcdefghijklmnopqrstuvwxyz`{@[ AZaz09",
             b"getweatherforecastbycityname_and_more",
             "naïveté über straße".as_bytes(),
-            &[b'a', b'b', 0x80, b'c', 0xff, b'd', b'e', b'f', b'g', b'h', b'i', b'j', b'k'],
+            &[
+                b'a', b'b', 0x80, b'c', 0xff, b'd', b'e', b'f', b'g', b'h', b'i', b'j', b'k',
+            ],
             b"",
         ];
         for text in texts {
