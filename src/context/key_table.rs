@@ -142,7 +142,10 @@ mod tests {
         table.reset(4);
         table.reset(4);
         for k in keys {
-            assert!(matches!(table.probe(k, key_at), Probe::Vacant { .. }), "{k}");
+            assert!(
+                matches!(table.probe(k, key_at), Probe::Vacant { .. }),
+                "{k}"
+            );
         }
     }
 }
