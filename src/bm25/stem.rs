@@ -77,12 +77,32 @@ pub(crate) fn stem_cut(word: &[u8]) -> (usize, bool) {
 
 /// [`stem_cut`] of a word ending in `s`, `d`, `g` or `e`.
 fn stem_cut_suffix(word: &[u8]) -> (usize, bool) {
-    let unchanged = (word.len(), false);
     if !word.iter().all(u8::is_ascii_lowercase) {
-        return unchanged;
+        return (word.len(), false);
     }
-    let ends = |n: usize, suffix: &[u8]| word.get(..n).is_some_and(|w| w.ends_with(suffix));
-    let mut n = word.len();
+    cut_by_rules(
+        word.len(),
+        |n, suffix| word.get(..n).is_some_and(|w| w.ends_with(suffix)),
+        |n| {
+            word.get(..n)
+                .is_some_and(|w| w.iter().any(|&b| is_vowel(b)))
+        },
+        |i| word.get(i).copied().unwrap_or(0),
+    )
+}
+
+/// The rules of the module docs, applied to a word of `len` ASCII lower-case letters seen
+/// through `ends(n, suffix)` (do its first `n` letters end with `suffix`), `has_vowel(n)` (is
+/// one of its first `n` letters a vowel) and `byte(i)`: one statement of the rules for the
+/// byte-slice and the word-wide forms.
+#[inline(always)]
+fn cut_by_rules(
+    len: usize,
+    ends: impl Fn(usize, &[u8]) -> bool,
+    has_vowel: impl Fn(usize) -> bool,
+    byte: impl Fn(usize) -> u8,
+) -> (usize, bool) {
+    let mut n = len;
     // Plurals.
     if n >= 5 && ends(n, b"ies") {
         return (n - 3, true);
@@ -104,19 +124,14 @@ fn stem_cut_suffix(word: &[u8]) -> (usize, bool) {
     };
     if suffix > 0 {
         let stem_len = n - suffix;
-        if stem_len >= 2
-            && word
-                .get(..stem_len)
-                .is_some_and(|w| w.iter().any(|&b| is_vowel(b)))
-        {
+        if stem_len >= 2 && has_vowel(stem_len) {
             n = stem_len;
             // Undouble a final consonant: running → run (but not fill, pass, buzz).
-            let last = word.get(n.wrapping_sub(1)).copied();
+            let last = byte(n - 1);
             if n >= 4
-                && last.is_some()
-                && last == word.get(n.wrapping_sub(2)).copied()
-                && !last.is_some_and(is_vowel)
-                && !matches!(last, Some(b'l' | b's' | b'z'))
+                && last == byte(n - 2)
+                && !is_vowel(last)
+                && !matches!(last, b'l' | b's' | b'z')
             {
                 n -= 1;
             }
@@ -163,52 +178,17 @@ pub(crate) fn stem_cut_word(word: u64, len: usize) -> (usize, bool) {
             tail == want
         }
     };
-    let mut n = len;
-    // Plurals.
-    if n >= 5 && ends(n, b"ies") {
-        return (n - 3, true);
-    } else if ends(n, b"sses") {
-        n -= 2;
-    } else if n >= 4 && ends(n, b"s") && !ends(n, b"ss") && !ends(n, b"us") && !ends(n, b"is") {
-        n -= 1;
-    }
-    // Verb forms.
-    if n >= 5 && ends(n, b"ied") {
-        return (n - 3, true);
-    }
-    let suffix = if ends(n, b"ing") {
-        3
-    } else if ends(n, b"ed") {
-        2
-    } else {
-        0
+    // The top bit of each byte of `word` equal to `c`.
+    let equal = |c: u8| {
+        let v = word ^ (u64::from(c) * ONES);
+        !(((v & !HIGH) + !HIGH) | v) & HIGH
     };
-    if suffix > 0 {
-        let stem_len = n - suffix;
-        // The top bit of each byte of `word` equal to `c`.
-        let equal = |c: u8| {
-            let v = word ^ (u64::from(c) * ONES);
-            !(((v & !HIGH) + !HIGH) | v) & HIGH
-        };
+    let has_vowel = |n: usize| {
         let vowels =
             equal(b'a') | equal(b'e') | equal(b'i') | equal(b'o') | equal(b'u') | equal(b'y');
-        if stem_len >= 2 && vowels & top_bits(stem_len) != 0 {
-            n = stem_len;
-            // Undouble a final consonant: running → run (but not fill, pass, buzz).
-            let last = byte_at(word, n - 1);
-            if n >= 4
-                && last == byte_at(word, n - 2)
-                && !is_vowel(last)
-                && !matches!(last, b'l' | b's' | b'z')
-            {
-                n -= 1;
-            }
-        }
-    }
-    if n >= 3 && ends(n, b"e") {
-        n -= 1;
-    }
-    (n, false)
+        vowels & top_bits(n) != 0
+    };
+    cut_by_rules(len, ends, has_vowel, |i| byte_at(word, i))
 }
 
 /// Byte `i` (0 = lowest) of `word`.
