@@ -227,8 +227,9 @@ fn lower_run(text: &[u8], at: usize) -> usize {
     while let Some(chunk) = text.get(at + n..).and_then(|rest| rest.first_chunk::<8>()) {
         let word = u64::from_le_bytes(*chunk);
         // Per byte, the top bit of `x + 0x80 - c` is set when `x >= c`, for bytes below 0x80
-        // (no carry into the next byte); a byte of 0x80 or more is never a letter, and its own
-        // top bit, kept by `| word`, marks it as other.
+        // (no carry into the next byte). A byte of 0x80 or more is never a letter: `& !word`
+        // clears its bit, so it counts as other (a carry out of it only garbles later bytes,
+        // and only the first other byte counts).
         let at_least = |c: u8| word.wrapping_add((0x80 - u64::from(c)) * ONES);
         let lower = at_least(b'a') & !at_least(b'z' + 1) & !word;
         let other = !lower & HIGH;

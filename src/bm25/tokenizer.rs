@@ -242,15 +242,7 @@ impl Tokenizer {
         if !self.config.stemming {
             return out.len();
         }
-        let (mut len, add_y) = stem_cut(out);
-        if add_y {
-            // `y` replaces a cut suffix, so it fits where the part was.
-            if let Some(y) = out.get_mut(len) {
-                *y = b'y';
-                len += 1;
-            }
-        }
-        len
+        apply_cut(out, stem_cut(out))
     }
 
     /// [`Self::stem_buffered`] of the `len`-byte term (at most 8) held in `word` and written at
@@ -260,14 +252,7 @@ impl Tokenizer {
         if !self.config.stemming {
             return len;
         }
-        let (mut len, add_y) = stem_cut_word(word, len);
-        if add_y {
-            if let Some(y) = out.get_mut(len) {
-                *y = b'y';
-                len += 1;
-            }
-        }
-        len
+        apply_cut(out, stem_cut_word(word, len))
     }
 
     /// Calls `part` with each identifier part (or each word, when identifiers are not split)
@@ -328,6 +313,18 @@ impl Tokenizer {
         }
         true
     }
+}
+
+/// The length of the term at the start of `out` once stemmed by `(keep, add_y)` (see
+/// [`stem_cut`]), writing the `y` where the cut suffix was (so it fits).
+fn apply_cut(out: &mut [u8], (keep, add_y): (usize, bool)) -> usize {
+    if add_y {
+        if let Some(y) = out.get_mut(keep) {
+            *y = b'y';
+            return keep + 1;
+        }
+    }
+    keep
 }
 
 /// The `len` bytes (1 to 8) of the ASCII letters and digits at `bytes[start..]` lower-cased

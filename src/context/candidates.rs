@@ -222,6 +222,10 @@ impl<'a> Candidate<'a> {
     /// Its reasons, strongest first.
     #[inline(always)]
     pub fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
+        // The common case (retrieved, nothing else, no explanation) inlined and made in one
+        // piece, so that it is written where the caller keeps it: built in a call and copied
+        // out, it was written a field at a time and read back 16 bytes at a time, loads that
+        // waited for the stores to retire (45% of this function's time under `perf`).
         if let (Why::Retrieved { score }, None, None) = (self.first, self.second, explainer.index) {
             return Reasons::one(Reason::Retrieved {
                 score,
