@@ -685,9 +685,9 @@ impl Bm25Index {
             // mispredicted on every other matching document of a long query: two thirds of a
             // query's mispredictions on Seal-Tools.
             let threshold = top.threshold();
-            let candidates = chunk
-                .iter()
-                .fold(0u32, |n, &s| n + u32::from((s > 0.0) & (s >= threshold)));
+            // A matching document whose score can enter the top k as it stands.
+            let candidate = |s: f32| (s > 0.0) & (s >= threshold);
+            let candidates = chunk.iter().fold(0u32, |n, &s| n + u32::from(candidate(s)));
             if candidates == 0 {
                 chunk.fill(0.0);
                 return;
@@ -700,7 +700,7 @@ impl Bm25Index {
             for (i, &s) in chunk.iter().enumerate() {
                 // `found` <= `i` < SELECT_CHUNK: the remainder only spares a bounds check.
                 gathered[found % SELECT_CHUNK] = (s, i);
-                found += usize::from((s > 0.0) & (s >= threshold));
+                found += usize::from(candidate(s));
             }
             chunk.fill(0.0);
             for &(s, i) in gathered.iter().take(found) {
