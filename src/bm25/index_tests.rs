@@ -548,3 +548,71 @@ fn attachments_follow_their_documents() {
         }
     }
 }
+
+/// A query with few postings against the slots offers only the slots it touched
+/// (`select_touched`); under a `keep` filter every query scans all the slots. Both must find
+/// the same hits: with ties (documents of the same text), dead slots (replaced and removed
+/// documents not merged away yet), every layout the merge factors make, and k below, at and
+/// above the sorted top k's limit.
+#[test]
+fn sparse_queries_find_what_the_scan_finds() {
+    for factor in [None, Some(2), Some(3)] {
+        let mut index = index();
+        if let Some(f) = factor {
+            index = index.with_merge_factor(f);
+        }
+        // 400 documents; rare term `r{j}` in the documents i with i % 97 == j (4 or 5 of
+        // them), so a query of a few rare terms has a few dozen postings at most: sparse by
+        // construction. Every 7th document repeats its neighbour's text (ties by key).
+        let text = |i: usize| {
+            let j = if i % 7 == 0 { i.saturating_sub(1) } else { i };
+            format!(
+                "common r{} r{} w{} pad{}",
+                j % 97,
+                (j * 5) % 97,
+                j % 3,
+                j % 11
+            )
+        };
+        for i in 0..400 {
+            index.insert(&format!("k{i:03}"), &doc(&text(i)));
+        }
+        // Dead slots: replaced documents (new text) and removed ones.
+        for i in (0..400).step_by(9) {
+            index.insert(&format!("k{i:03}"), &doc(&text(i + 1)));
+        }
+        for i in (5..400).step_by(13) {
+            index.remove(&format!("k{i:03}"));
+        }
+        let queries: [&[&str]; 6] = [
+            &["r3"],
+            &["r3", "r50", "r3"],
+            &["r1", "r2", "w1"],
+            &["pad4", "r10"],
+            &["common"],
+            &["absent", "r96"],
+        ];
+        for query in queries {
+            for k in [1, 3, 10, 18, 70, 500] {
+                let scanned = index.search_weighted(
+                    &query.iter().map(|t| (*t, 1.0)).collect::<Vec<_>>(),
+                    k,
+                    |_| true,
+                );
+                assert_eq!(
+                    index.search(query, k),
+                    scanned,
+                    "{query:?} k={k} {factor:?}"
+                );
+            }
+        }
+        // The score array is left all zero: a query after them all scores as on a fresh thread.
+        let after = index.search(&["r3", "w2"], 10);
+        let fresh = std::thread::scope(|s| {
+            s.spawn(|| index.search(&["r3", "w2"], 10))
+                .join()
+                .unwrap_or_else(|_| panic!("query thread"))
+        });
+        assert_eq!(after, fresh);
+    }
+}

@@ -133,6 +133,17 @@ impl<'a> List<'a> {
             }))
     }
 
+    /// Appends the slot of every posting to `slots`.
+    #[inline]
+    pub(crate) fn push_slots(self, slots: &mut Vec<u32>) {
+        match self {
+            Self::Long(p) => slots.extend(p.iter().map(|p| p.slot)),
+            Self::Short { lo, postings, .. } => {
+                slots.extend(postings.iter().map(|p| lo + u32::from(p.doc)));
+            }
+        }
+    }
+
     /// The frequency in the document at `slot`, if it has the term.
     pub(crate) fn tf(self, slot: u32) -> Option<f32> {
         match self {

@@ -40,6 +40,8 @@ pub(crate) struct Scratch {
     pub(crate) query: Prepared,
     /// The top-k candidates.
     pub(crate) top: Vec<(f32, u32)>,
+    /// The slots a sparse query's postings touched (empty between queries).
+    pub(crate) touched: Vec<u32>,
 }
 
 impl Scratch {
@@ -48,21 +50,32 @@ impl Scratch {
             scores: Vec::new(),
             query: Prepared::new(),
             top: Vec::new(),
+            touched: Vec::new(),
         }
     }
 
-    /// The query and an all-zero score array of `len` slots, borrowed together. The caller
-    /// must leave every score at zero again (the top-k scan does, as it reads them).
-    pub(crate) fn split(&mut self, len: usize) -> (&Prepared, &mut [f32], &mut Vec<(f32, u32)>) {
+    /// The query, an all-zero score array of `len` slots and the other buffers, borrowed
+    /// together. The caller must leave every score at zero again (the top-k scan does, as it
+    /// reads them).
+    pub(crate) fn split(&mut self, len: usize) -> Split<'_> {
         if self.scores.len() < len {
             self.scores.resize(len, 0.0);
         }
-        (
-            &self.query,
-            self.scores.get_mut(..len).unwrap_or_default(),
-            &mut self.top,
-        )
+        Split {
+            query: &self.query,
+            scores: self.scores.get_mut(..len).unwrap_or_default(),
+            top: &mut self.top,
+            touched: &mut self.touched,
+        }
     }
+}
+
+/// A [`Scratch`], borrowed for one query by [`Scratch::split`].
+pub(crate) struct Split<'s> {
+    pub(crate) query: &'s Prepared,
+    pub(crate) scores: &'s mut [f32],
+    pub(crate) top: &'s mut Vec<(f32, u32)>,
+    pub(crate) touched: &'s mut Vec<u32>,
 }
 
 thread_local! {
@@ -84,12 +97,12 @@ mod tests {
     #[test]
     fn buffers_come_back_zeroed_and_nest() {
         with_scratch(|outer| {
-            let (_, scores, _) = outer.split(4);
+            let scores = outer.split(4).scores;
             assert_eq!(scores, [0.0; 4]);
             scores[1] = 3.0;
-            with_scratch(|inner| assert_eq!(inner.split(8).1, [0.0; 8]));
+            with_scratch(|inner| assert_eq!(inner.split(8).scores, [0.0; 8]));
             scores[1] = 0.0;
         });
-        with_scratch(|again| assert_eq!(again.split(2).1, [0.0; 2]));
+        with_scratch(|again| assert_eq!(again.split(2).scores, [0.0; 2]));
     }
 }
