@@ -12,7 +12,9 @@ use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::budget::estimate_tokens;
-use super::candidates::{Candidates, Explainer, Ranked, Why, class};
+use super::candidates::{
+    Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
+};
 use super::error::SelectError;
 use super::policy::{NoMatch, PolicyError, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
@@ -157,7 +159,48 @@ impl ContextBuilder {
             query: terms,
         };
         dropped.extend(filtered);
-        self.add_retrieved(&hits, &explainer, &mut candidates, &mut dropped);
+        let adds_later = (p.keep_recently_used && !turn.recent_tools.is_empty())
+            || (p.keep_previous && !turn.previous.is_empty());
+        // A turn whose only candidates are the search's hits is filled from them directly.
+        let direct = if candidates.is_empty() && !adds_later && !tests::always_gather() {
+            self.fill_retrieved_only(&hits, &explainer, candidates.tools(), &mut dropped)
+        } else {
+            None
+        };
+        let (mut tools, tokens, matched) = match direct {
+            Some(filled) => filled,
+            None => {
+                self.fill_candidates(snapshot, turn, &hits, &explainer, candidates, &mut dropped)?
+            }
+        };
+        if p.keep_previous {
+            stable_order(&mut tools, &turn.previous);
+        }
+        Ok(Selection {
+            version: snapshot.version(),
+            tools,
+            dropped,
+            skills,
+            query,
+            tokens,
+            no_match: !matched,
+        })
+    }
+
+    /// The selection's tools and their tokens, and whether any candidate matched the turn, from
+    /// the `candidates` gathered so far, the tools' search `hits` and the turn's recent and
+    /// kept tools, ranked.
+    fn fill_candidates<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        turn: &'a Turn,
+        hits: &[KeyHit<'a>],
+        explainer: &Explainer<'_>,
+        mut candidates: Candidates<'a>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(Vec<SelectedTool>, usize, bool), SelectError> {
+        let p = &self.policy;
+        self.add_retrieved(hits, explainer, &mut candidates, dropped);
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
                 candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed);
@@ -186,19 +229,49 @@ impl ContextBuilder {
         });
         let tools_table = candidates.tools();
         let ordered = candidates.ranked(needed);
-        let (mut tools, tokens) = self.fill(tools_table, ordered, &explainer, &mut dropped);
-        if p.keep_previous {
-            stable_order(&mut tools, &turn.previous);
+        let (tools, tokens) = self.fill(tools_table, ordered, explainer, dropped);
+        Ok((tools, tokens, matched))
+    }
+
+    /// [`Self::fill_candidates`] of a turn whose only candidates are the tools' search `hits`
+    /// (the caller checked that nothing came before them and nothing comes after), without
+    /// gathering them: when at least one passes the score thresholds (else the turn matched
+    /// nothing, and the policy says what then) and they come in rank order. `None` otherwise,
+    /// having changed nothing.
+    fn fill_retrieved_only<'a>(
+        &self,
+        hits: &[KeyHit<'a>],
+        explainer: &Explainer<'_>,
+        tools_table: RowLookup<'a, Tool>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Option<(Vec<SelectedTool>, usize, bool)> {
+        let best = hits.first().map_or(0.0, |h| h.score);
+        // Best first: those the thresholds drop come after those they keep.
+        let kept = hits
+            .iter()
+            .take_while(|h| self.below_thresholds(h.score, best).is_none())
+            .count();
+        let (kept, below) = hits.split_at(kept);
+        if kept.is_empty()
+            || below
+                .iter()
+                .any(|h| self.below_thresholds(h.score, best).is_none())
+        {
+            return None;
         }
-        Ok(Selection {
-            version: snapshot.version(),
-            tools,
-            dropped,
-            skills,
-            query,
-            tokens,
-            no_match: !matched,
-        })
+        let ordered = retrieved_only(kept, best)?;
+        for hit in below {
+            if let Some(reason) = self.below_thresholds(hit.score, best) {
+                dropped.push(Dropped {
+                    key: Arc::clone(hit.key),
+                    reason,
+                    candidate: Reasons::one(explainer.retrieved(hit.key, hit.score)),
+                });
+            }
+        }
+        let (tools, tokens) = self.fill(tools_table, ordered, explainer, dropped);
+        tests::filled_directly();
+        Some((tools, tokens, true))
     }
 
     fn add_pinned_skills<'a>(
@@ -398,35 +471,41 @@ impl ContextBuilder {
         candidates: &mut Candidates<'a>,
         dropped: &mut Vec<Dropped>,
     ) {
-        let p = &self.policy;
         let best = hits.first().map_or(0.0, |h| h.score);
         let mut retrieved = candidates.retrieved();
         for hit in hits {
-            let drop = if hit.score < p.min_score {
-                Some(DropReason::BelowMinScore {
-                    score: hit.score,
-                    min: p.min_score,
-                })
-            } else if hit.score < p.min_relative_score * best {
-                Some(DropReason::BelowRelativeScore {
-                    score: hit.score,
-                    best,
-                    fraction: p.min_relative_score,
-                })
-            } else {
-                None
-            };
-            match drop {
+            match self.below_thresholds(hit.score, best) {
                 Some(reason_dropped) => dropped.push(Dropped {
                     key: Arc::clone(hit.key),
                     reason: reason_dropped,
                     candidate: Reasons::one(explainer.retrieved(hit.key, hit.score)),
                 }),
                 None => {
-                    let relative = if best > 0.0 { hit.score / best } else { 0.0 };
+                    let relative = relative_score(hit.score, best);
                     retrieved.add(hit.key, hit.attachment, relative, hit.score);
                 }
             }
+        }
+    }
+
+    /// Why a hit scoring `score` is dropped by the score thresholds (the best hit scoring
+    /// `best`), if it is.
+    #[inline]
+    fn below_thresholds(&self, score: f32, best: f32) -> Option<DropReason> {
+        let p = &self.policy;
+        if score < p.min_score {
+            Some(DropReason::BelowMinScore {
+                score,
+                min: p.min_score,
+            })
+        } else if score < p.min_relative_score * best {
+            Some(DropReason::BelowRelativeScore {
+                score,
+                best,
+                fraction: p.min_relative_score,
+            })
+        } else {
+            None
         }
     }
 
@@ -444,10 +523,10 @@ impl ContextBuilder {
 
     /// Takes candidates in rank order while the limits allow; pinned tools always get in.
     /// A candidate's tool is looked up only when it is sent or its tags are checked.
-    fn fill<'a>(
+    fn fill<'a, C: Offered<'a>>(
         &self,
         tools_table: RowLookup<'a, Tool>,
-        ordered: Ranked<'_, 'a>,
+        ordered: impl Iterator<Item = C>,
         explainer: &Explainer<'_>,
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
@@ -459,7 +538,7 @@ impl ContextBuilder {
         let mut used = 0usize;
         let mut over_limit = 0usize;
         for c in ordered {
-            let pinned = c.class == class::PINNED;
+            let pinned = c.is_pinned();
             let mut entry = None;
             if !pinned {
                 // Without tag filters, `tag_filter` passes every tool: no look-up for it.
@@ -571,3 +650,22 @@ fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
         None => (1, t.rank),
     });
 }
+
+/// Hooks for the tests of the direct path ([`ContextBuilder::fill_retrieved_only`]): outside
+/// tests, nothing.
+#[cfg(not(test))]
+mod tests {
+    /// Whether to gather the candidates even when the direct path could fill.
+    #[inline(always)]
+    pub(super) fn always_gather() -> bool {
+        false
+    }
+
+    /// Counts a selection the direct path filled.
+    #[inline(always)]
+    pub(super) fn filled_directly() {}
+}
+
+#[cfg(test)]
+#[path = "retrieved_only_tests.rs"]
+mod tests;

@@ -10,7 +10,9 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::Tool;
-use crate::bm25::{Attachment, Bm25Index, Explanation, best_first_key, put_back, take_from};
+use crate::bm25::{
+    Attachment, Bm25Index, Explanation, KeyHit, best_first_key, put_back, take_from,
+};
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
 
@@ -35,6 +37,12 @@ pub(super) mod class {
 /// whose own text matched (`search_flights`). Small, so that it orders within a score level
 /// rather than across levels.
 const RETRIEVAL_TIE_BREAK: f32 = 0.1;
+
+/// What a tool's own relative BM25 score `relative` adds to the score it ranks by.
+#[inline]
+fn retrieval_bonus(relative: f32) -> f32 {
+    RETRIEVAL_TIE_BREAK * relative
+}
 
 /// A [`Reason`] with its text borrowed, made into a `Reason` only for the tools that reach the
 /// selection ([`Why::reason`]).
@@ -152,7 +160,7 @@ enum Found<'a> {
 impl<'a> Candidate<'a> {
     fn bonus_of(why: &Why<'_>, score: f32) -> f32 {
         if matches!(why, Why::Retrieved { .. }) {
-            RETRIEVAL_TIE_BREAK * score
+            retrieval_bonus(score)
         } else {
             0.0
         }
@@ -222,15 +230,8 @@ impl<'a> Candidate<'a> {
     /// Its reasons, strongest first.
     #[inline(always)]
     pub fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
-        // The common case (retrieved, nothing else, no explanation) inlined and made in one
-        // piece, so that it is written where the caller keeps it: built in a call and copied
-        // out, it was written a field at a time and read back 16 bytes at a time, loads that
-        // waited for the stores to retire (45% of this function's time under `perf`).
-        if let (Why::Retrieved { score }, None, None) = (self.first, self.second, explainer.index) {
-            return Reasons::one(Reason::Retrieved {
-                score,
-                explanation: None,
-            });
+        if let (Why::Retrieved { score }, None) = (self.first, self.second) {
+            return retrieved_reasons(self.key, score, explainer);
         }
         self.reasons_general(explainer)
     }
@@ -252,6 +253,129 @@ impl<'a> Candidate<'a> {
         reasons.extend(self.more.iter().map(|why| why.reason(key, explainer)));
         Reasons::from(reasons)
     }
+}
+
+/// The reasons of a tool `key` retrieved with BM25 score `score`, and found no other way.
+#[inline(always)]
+fn retrieved_reasons(key: &str, score: f32, explainer: &Explainer<'_>) -> Reasons {
+    // Without an explanation (the common case), inlined and made in one piece, so that it is
+    // written where the caller keeps it: built in a call and copied out, it was written a
+    // field at a time and read back 16 bytes at a time, loads that waited for the stores to
+    // retire (45% of `Candidate::reasons`' time under `perf`).
+    if explainer.index.is_none() {
+        return Reasons::one(Reason::Retrieved {
+            score,
+            explanation: None,
+        });
+    }
+    Reasons::one(explainer.retrieved(key, score))
+}
+
+/// What filling a selection asks of a candidate, taken in rank order: a gathered
+/// [`Candidate`], or a [`RetrievedOnly`] hit.
+pub(super) trait Offered<'a> {
+    /// Whether the tool is pinned (it gets in whatever the limits).
+    fn is_pinned(&self) -> bool;
+    /// Its tool, looked up now if it was not before.
+    fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>>;
+    /// Its key as stored.
+    fn shared_key(&self) -> Arc<str>;
+    /// The score it ranks by.
+    fn rank_score(&self) -> f32;
+    /// Its reasons, strongest first.
+    fn reasons(&self, explainer: &Explainer<'_>) -> Reasons;
+}
+
+impl<'a> Offered<'a> for &Candidate<'a> {
+    #[inline(always)]
+    fn is_pinned(&self) -> bool {
+        self.class == class::PINNED
+    }
+    #[inline(always)]
+    fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>> {
+        Candidate::entry(self, tools)
+    }
+    #[inline(always)]
+    fn shared_key(&self) -> Arc<str> {
+        Candidate::shared_key(self)
+    }
+    #[inline(always)]
+    fn rank_score(&self) -> f32 {
+        Candidate::rank_score(self)
+    }
+    #[inline(always)]
+    fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
+        Candidate::reasons(self, explainer)
+    }
+}
+
+/// A tool the tools' search retrieved, in a selection whose only candidates are that search's
+/// hits (no pinned, named, discovered, skill, recent or kept tools): what its [`Candidate`]
+/// would say (relevant, in the snapshot, retrieved and nothing else), without gathering the
+/// candidates, recording them and ranking them, which was a fifteenth of a MetaTool selection.
+/// Made by [`retrieved_only`].
+#[derive(Clone, Copy)]
+pub(super) struct RetrievedOnly<'a> {
+    key: &'a Arc<str>,
+    attachment: Option<&'a Attachment>,
+    /// Its score relative to the best hit's.
+    relative: f32,
+    /// Its BM25 score.
+    score: f32,
+}
+
+impl<'a> Offered<'a> for RetrievedOnly<'a> {
+    #[inline(always)]
+    fn is_pinned(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>> {
+        match self.attachment {
+            Some(row) => Entry::of_row(self.key, row),
+            None => tools.entry(self.key),
+        }
+    }
+    #[inline(always)]
+    fn shared_key(&self) -> Arc<str> {
+        Arc::clone(self.key)
+    }
+    #[inline(always)]
+    fn rank_score(&self) -> f32 {
+        // As a relevant candidate's: its score plus its bonus.
+        self.relative + retrieval_bonus(self.relative)
+    }
+    #[inline(always)]
+    fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
+        retrieved_reasons(self.key, self.score, explainer)
+    }
+}
+
+/// A hit's score relative to the best hit's `best` (0 when the best is not positive).
+#[inline]
+pub(super) fn relative_score(score: f32, best: f32) -> f32 {
+    if best > 0.0 { score / best } else { 0.0 }
+}
+
+/// The `hits` (best first; the best scoring `best`) as [`RetrievedOnly`] candidates in rank
+/// order, if that is the order they come in: the rank goes by the relative score with its
+/// bonus, which may round two close scores to one, and then by key (checked in one pass, as
+/// [`Candidates::ranked`] does; otherwise `None`, and the candidates are gathered and ranked).
+pub(super) fn retrieved_only<'h, 'a>(
+    hits: &'h [KeyHit<'a>],
+    best: f32,
+) -> Option<impl Iterator<Item = RetrievedOnly<'a>> + 'h> {
+    let candidate = move |hit: &KeyHit<'a>| RetrievedOnly {
+        key: hit.key,
+        attachment: hit.attachment,
+        relative: relative_score(hit.score, best),
+        score: hit.score,
+    };
+    let rank = |c: RetrievedOnly<'a>| Rank::new(class::RELEVANT, c.rank_score(), c.key, 0);
+    let in_order = hits
+        .windows(2)
+        .all(|w| rank(candidate(&w[0])).cmp(&rank(candidate(&w[1]))).is_le());
+    in_order.then(|| hits.iter().map(candidate))
 }
 
 /// A candidate's place in the ranking: class, then score (higher first), then key.
@@ -698,5 +822,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Hits whose scores differ can rank alike once made relative and given their bonus (the
+    /// division and the addition round); then the key decides, and hits that come by score
+    /// are not in rank order: `retrieved_only` must say so, and the candidates are ranked.
+    #[test]
+    fn retrieved_only_checks_the_rank_order_of_close_scores() {
+        use super::{KeyHit, Offered, RetrievedOnly, relative_score, retrieved_only};
+        use std::sync::Arc;
+
+        let best = 3.0f32;
+        let rank_score = |score: f32| RetrievedOnly {
+            key: &KEY,
+            attachment: None,
+            relative: relative_score(score, best),
+            score,
+        }
+        .rank_score();
+        static KEY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("k"));
+        // Two neighbouring floats below the best that rank alike (from 0.95 of the best up,
+        // where the rank score passes 1 and its steps grow coarser than the relative score's).
+        let Some((higher, lower)) = (0..1_000_000u32)
+            .map(|i| f32::from_bits((0.95 * best).to_bits() + i))
+            .map(|s| (f32::from_bits(s.to_bits() + 1), s))
+            .find(|&(h, l)| rank_score(h) == rank_score(l))
+        else {
+            panic!("no two scores rank alike");
+        };
+        let (top, m, z) = (Arc::from("a"), Arc::from("m"), Arc::from("z"));
+        let hit = |key, score| KeyHit {
+            key,
+            score,
+            attachment: None,
+        };
+        let keys = |hits: &[KeyHit<'_>]| {
+            retrieved_only(hits, best).map(|c| c.map(|c| c.shared_key()).collect::<Vec<_>>())
+        };
+        // By score, then key: in rank order too.
+        let ordered = [hit(&top, best), hit(&m, higher), hit(&z, lower)];
+        assert_eq!(keys(&ordered), Some(vec![top.clone(), m.clone(), z.clone()]));
+        // By score, but the ranks tie and "z" > "m": not in rank order.
+        let by_score_only = [hit(&top, best), hit(&z, higher), hit(&m, lower)];
+        assert_eq!(keys(&by_score_only), None);
     }
 }
