@@ -230,15 +230,16 @@ fn mention_words<'m, E>(
             .get(..p)
             .and_then(|before| before.iter().rposition(|&b| white(b)))
             .map_or(0, |w| w + 1);
+        let capital_first = start == p && bytes.get(p).is_some_and(u8::is_ascii_uppercase);
+        if capital_first {
+            // Most capitals of prose (`What`, `I`): the rest of the word is scanned as any.
+            at = p + 1;
+            continue;
+        }
         let end = bytes
             .get(p..)
             .and_then(|after| after.iter().position(|&b| white(b)))
             .map_or(bytes.len(), |w| p + w);
-        let capital_first = start == p && bytes.get(p).is_some_and(u8::is_ascii_uppercase);
-        if capital_first {
-            at = p + 1;
-            continue;
-        }
         take(message.get(start..end).unwrap_or_default())?;
         at = end;
     }
