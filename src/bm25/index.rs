@@ -1037,8 +1037,15 @@ impl Bm25Index {
     /// The attachment of the document under `key`, if it has one.
     #[cfg(test)]
     pub(crate) fn attachment(&self, key: &str) -> Option<&Attachment> {
+        self.attached(key).map(|(_, attachment)| attachment)
+    }
+
+    /// The stored key and the attachment of the document under `key`, if there is one and it
+    /// has an attachment: a hash look-up.
+    #[inline]
+    pub(crate) fn attached(&self, key: &str) -> Option<(&Arc<str>, &Attachment)> {
         let (seg, doc) = self.locate(*self.slots.get(key)?)?;
-        seg.attachment(doc)
+        Some((seg.key(doc)?, seg.attachment(doc)?))
     }
 
     /// The frequency of query term `t` in the document at `slot`, if it contains it.

@@ -833,13 +833,15 @@ mod tests {
         use std::sync::Arc;
 
         let best = 3.0f32;
-        let rank_score = |score: f32| RetrievedOnly {
-            key: &KEY,
-            attachment: None,
-            relative: relative_score(score, best),
-            score,
-        }
-        .rank_score();
+        let rank_score = |score: f32| {
+            RetrievedOnly {
+                key: &KEY,
+                attachment: None,
+                relative: relative_score(score, best),
+                score,
+            }
+            .rank_score()
+        };
         static KEY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("k"));
         // Two neighbouring floats below the best that rank alike (from 0.95 of the best up,
         // where the rank score passes 1 and its steps grow coarser than the relative score's).
@@ -861,7 +863,10 @@ mod tests {
         };
         // By score, then key: in rank order too.
         let ordered = [hit(&top, best), hit(&m, higher), hit(&z, lower)];
-        assert_eq!(keys(&ordered), Some(vec![top.clone(), m.clone(), z.clone()]));
+        assert_eq!(
+            keys(&ordered),
+            Some(vec![top.clone(), m.clone(), z.clone()])
+        );
         // By score, but the ranks tie and "z" > "m": not in rank order.
         let by_score_only = [hit(&top, best), hit(&z, higher), hit(&m, lower)];
         assert_eq!(keys(&by_score_only), None);

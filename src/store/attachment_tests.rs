@@ -93,6 +93,21 @@ fn check(snap: &Snapshot) -> Result<(), TestCaseError> {
             "{key}: the attachment is not the row"
         );
     }
+    // A look-up by key (through the text index first) finds exactly the rows' B-tree's row,
+    // for the keys there are and those there are not (removed, or never written).
+    let lookup = snap.lookup(&TOOLS).map_err(fail)?;
+    let bulk: Vec<String> = (0..24).map(|i| format!("bulk{i}")).collect();
+    for key in NAMES.iter().copied().chain(bulk.iter().map(String::as_str)) {
+        let found = lookup.entry(key);
+        let in_rows = state.rows.get_key_value(key);
+        prop_assert_eq!(found.is_some(), in_rows.is_some(), "{}", key);
+        if let (Some(found), Some((stored, row))) = (found, in_rows) {
+            let same_record = row
+                .downcast_ref::<Tool>()
+                .is_some_and(|tool| std::ptr::eq(found.record, tool));
+            prop_assert!(found.key == stored && same_record, "{}: another row", key);
+        }
+    }
     let terms = [(COMMON, 1.0f32)];
     let query = HashedQuery::new(&terms);
     let hits = index.search_hashed_keys(&query, state.rows.len() + 1, None);
