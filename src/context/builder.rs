@@ -159,10 +159,9 @@ impl ContextBuilder {
             query: terms,
         };
         dropped.extend(filtered);
-        let adds_later = (p.keep_recently_used && !turn.recent_tools.is_empty())
-            || (p.keep_previous && !turn.previous.is_empty());
         // A turn whose only candidates are the search's hits is filled from them directly.
-        let direct = if candidates.is_empty() && !adds_later && !tests::always_gather() {
+        let only_hits = candidates.is_empty() && !self.adds_after_search(turn);
+        let direct = if only_hits && !direct_path::always_gather() {
             self.fill_retrieved_only(&hits, &explainer, candidates.tools(), &mut dropped)
         } else {
             None
@@ -270,7 +269,7 @@ impl ContextBuilder {
             }
         }
         let (tools, tokens) = self.fill(tools_table, ordered, explainer, dropped);
-        tests::filled_directly();
+        direct_path::filled_directly();
         Some((tools, tokens, true))
     }
 
@@ -388,6 +387,14 @@ impl ContextBuilder {
         !self.filters_tags() && self.policy.token_budget.is_none()
     }
 
+    /// Whether `turn` brings candidates after the tools' search: its recently used tools or
+    /// last turn's, when the policy keeps them.
+    fn adds_after_search(&self, turn: &Turn) -> bool {
+        let p = &self.policy;
+        (p.keep_recently_used && !turn.recent_tools.is_empty())
+            || (p.keep_previous && !turn.previous.is_empty())
+    }
+
     /// How many hits the tools' search fetches. Only the first `max_tools` and the near misses
     /// after them can show, unless a hit further down can: as a drop below a score threshold,
     /// in the place of a tool that a tag filter or the token budget turns away, or as a reason
@@ -401,8 +408,7 @@ impl ContextBuilder {
             || p.min_score > 0.0
             || p.min_relative_score > 0.0
             || !self.fills_in_rank_order()
-            || (p.keep_recently_used && !turn.recent_tools.is_empty())
-            || (p.keep_previous && !turn.previous.is_empty());
+            || self.adds_after_search(turn);
         let double = p.max_tools.saturating_mul(2).saturating_add(4);
         if beyond_shown {
             double
@@ -651,10 +657,11 @@ fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
     });
 }
 
-/// Hooks for the tests of the direct path ([`ContextBuilder::fill_retrieved_only`]): outside
-/// tests, nothing.
+/// The direct path's test hooks ([`ContextBuilder::fill_retrieved_only`]): in tests, the
+/// module of its tests (`retrieved_only_tests.rs`), which can turn it off and count its fills;
+/// otherwise, hooks that do nothing.
 #[cfg(not(test))]
-mod tests {
+mod direct_path {
     /// Whether to gather the candidates even when the direct path could fill.
     #[inline(always)]
     pub(super) fn always_gather() -> bool {
@@ -668,4 +675,4 @@ mod tests {
 
 #[cfg(test)]
 #[path = "retrieved_only_tests.rs"]
-mod tests;
+mod direct_path;

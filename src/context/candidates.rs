@@ -212,8 +212,8 @@ impl<'a> Candidate<'a> {
         match self.found {
             Found::Yes(entry) => Some(entry),
             Found::No => None,
-            Found::Indexed(key, Some(row)) => Entry::of_row(key, row),
-            Found::NotLooked | Found::Indexed(_, None) => tools.entry(self.key),
+            Found::Indexed(key, row) => indexed_entry(key, row, tools),
+            Found::NotLooked => tools.entry(self.key),
         }
     }
 
@@ -331,10 +331,7 @@ impl<'a> Offered<'a> for RetrievedOnly<'a> {
     }
     #[inline(always)]
     fn entry(&self, tools: RowLookup<'a, Tool>) -> Option<Entry<'a, Tool>> {
-        match self.attachment {
-            Some(row) => Entry::of_row(self.key, row),
-            None => tools.entry(self.key),
-        }
+        indexed_entry(self.key, self.attachment, tools)
     }
     #[inline(always)]
     fn shared_key(&self) -> Arc<str> {
@@ -348,6 +345,20 @@ impl<'a> Offered<'a> for RetrievedOnly<'a> {
     #[inline(always)]
     fn reasons(&self, explainer: &Explainer<'_>) -> Reasons {
         retrieved_reasons(self.key, self.score, explainer)
+    }
+}
+
+/// The entry of a tool the text index retrieved under `key`: from `row`, the row the index
+/// keeps with its document (the tool's row in the snapshot), or looked up if it has none.
+#[inline(always)]
+fn indexed_entry<'a>(
+    key: &'a Arc<str>,
+    row: Option<&'a Attachment>,
+    tools: RowLookup<'a, Tool>,
+) -> Option<Entry<'a, Tool>> {
+    match row {
+        Some(row) => Entry::of_row(key, row),
+        None => tools.entry(key),
     }
 }
 
@@ -833,16 +844,16 @@ mod tests {
         use std::sync::Arc;
 
         let best = 3.0f32;
+        let key: Arc<str> = Arc::from("k");
         let rank_score = |score: f32| {
             RetrievedOnly {
-                key: &KEY,
+                key: &key,
                 attachment: None,
                 relative: relative_score(score, best),
                 score,
             }
             .rank_score()
         };
-        static KEY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("k"));
         // Two neighbouring floats below the best that rank alike (from 0.95 of the best up,
         // where the rank score passes 1 and its steps grow coarser than the relative score's).
         let Some((higher, lower)) = (0..1_000_000u32)
