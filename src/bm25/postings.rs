@@ -49,6 +49,19 @@ pub(crate) struct ShortPosting {
     pub(crate) dl: f32,
 }
 
+impl ShortPosting {
+    /// This posting in the long layout, of the segment whose first slot is `lo` (the inverse of
+    /// [`Posting::short`]).
+    #[inline]
+    pub(crate) fn long(self, lo: u32) -> Posting {
+        Posting {
+            slot: lo + u32::from(self.doc),
+            tf: self.tf,
+            dl: self.dl,
+        }
+    }
+}
+
 /// A segment's postings, laid out by term.
 #[derive(Debug)]
 pub(crate) enum Postings {
@@ -126,11 +139,7 @@ impl<'a> List<'a> {
         };
         long.iter()
             .copied()
-            .chain(short.iter().map(move |p| Posting {
-                slot: lo + u32::from(p.doc),
-                tf: p.tf,
-                dl: p.dl,
-            }))
+            .chain(short.iter().map(move |p| p.long(lo)))
     }
 
     /// Appends the slot of every posting to `slots`.
@@ -139,7 +148,7 @@ impl<'a> List<'a> {
         match self {
             Self::Long(p) => slots.extend(p.iter().map(|p| p.slot)),
             Self::Short { lo, postings, .. } => {
-                slots.extend(postings.iter().map(|p| lo + u32::from(p.doc)));
+                slots.extend(postings.iter().map(|p| p.long(lo).slot));
             }
         }
     }
