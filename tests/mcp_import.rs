@@ -503,10 +503,14 @@ fn bad_fixtures_are_typed_errors_and_leave_the_store_as_it_was() {
     let err = import("bad/bad_name.json").unwrap_err();
     assert!(
         matches!(&err, McpError::InvalidTool { index: 2, name: Some(n), field: "name", .. }
-            if n == "s3/put_object"),
+            if n == "put_object\u{7}"),
         "{err:?}"
     );
-    assert!(err.to_string().contains("must not contain `/`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("must not contain control characters"),
+        "{err}"
+    );
 
     let err = import("bad/non_object_schema.json").unwrap_err();
     assert_eq!(
@@ -749,4 +753,71 @@ fn a_removed_tools_handler_goes_with_it_and_the_others_stay() {
             .expect("read")
     );
     assert!(snap.contains(&HANDLERS, "github/get_issue").expect("read"));
+}
+
+/// MCP's tool-name rules (SEP-986) allow `/` and `.`: the specification's own examples import,
+/// are selectable, export under a provider-safe unique name and resolve back to server and name.
+#[test]
+fn spec_valid_names_with_slash_and_dot_import_select_and_export() {
+    let store = Store::new();
+    let crm = McpToolList::from_json(
+        r#"{"tools": [
+        {"name": "user-profile/update", "description": "Update a user's profile: display name, email, avatar", "inputSchema": {"type": "object"}},
+        {"name": "user-profile/get", "description": "Read a user's profile", "inputSchema": {"type": "object"}},
+        {"name": "admin.tools.list", "description": "List the tools an administrator can use", "inputSchema": {"type": "object"}}
+    ]}"#,
+    )
+    .expect("spec-valid names parse");
+    // A second server with a tool whose sanitized name clashes with the first one's.
+    let other = McpToolList::from_json(
+        r#"{"tools": [{"name": "user-profile_update", "description": "Another update", "inputSchema": {}}]}"#,
+    )
+    .expect("parses");
+    let report = import_server(&store, "crm", &crm).expect("imports");
+    assert_eq!(
+        report.added,
+        [
+            "crm/admin.tools.list",
+            "crm/user-profile/get",
+            "crm/user-profile/update"
+        ]
+    );
+    import_server(&store, "other", &other).expect("imports");
+    let snap = store.snapshot();
+    let tool = snap
+        .get(&TOOLS, "crm/user-profile/update")
+        .expect("read")
+        .expect("stored under source/name");
+    assert_eq!(
+        (tool.source.as_deref(), tool.name.as_str()),
+        (Some("crm"), "user-profile/update")
+    );
+
+    let selection = ContextBuilder::new()
+        .select(&snap, &Turn::new("update the user profile email address"))
+        .expect("selects");
+    assert_eq!(selection.keys().next(), Some("crm/user-profile/update"));
+
+    let export = ToolExport::for_snapshot(&snap).expect("exports");
+    let mut seen = std::collections::BTreeSet::new();
+    for key in [
+        "crm/user-profile/update",
+        "crm/user-profile/get",
+        "crm/admin.tools.list",
+        "other/user-profile_update",
+    ] {
+        let exported = export.export_name(key).expect("every tool is exported");
+        assert!(is_provider_safe(exported), "{exported}");
+        assert!(seen.insert(exported.to_string()), "{exported} is unique");
+        assert_eq!(export.resolve(exported), Some(key));
+    }
+    assert_eq!(
+        export.export_name("crm/admin.tools.list"),
+        Some("admin_tools_list")
+    );
+    // A tool without a source still may not have `/`: its key would read as `source/name`.
+    let err = store
+        .write(|tx| tx.insert(&TOOLS, Tool::new("user-profile/update", "")))
+        .unwrap_err();
+    assert!(err.to_string().contains("must not contain `/`"), "{err}");
 }

@@ -25,8 +25,7 @@ pub(crate) fn weighted_texts<'t>(turn: &'t Turn, policy: &SelectionPolicy) -> Ve
     if policy.recent_tool_weight > 0.0 {
         for tool in &turn.recent_tools {
             // The bare name carries the meaning; the source is a server's name.
-            let name = tool.rsplit('/').next().unwrap_or(tool);
-            texts.push((name, policy.recent_tool_weight));
+            texts.push((crate::tools::bare_name(tool), policy.recent_tool_weight));
         }
     }
     texts

@@ -68,10 +68,8 @@ pub fn matcher_matches(matcher: &str, tool: &str) -> bool {
     if glob_match(matcher, tool) {
         return true;
     }
-    match tool.rsplit_once('/') {
-        Some((_, bare)) => glob_match(matcher, bare),
-        None => false,
-    }
+    let bare = crate::tools::bare_name(tool);
+    bare.len() != tool.len() && glob_match(matcher, bare)
 }
 
 #[cfg(test)]

@@ -14,12 +14,12 @@ use crate::store::StoreError;
 ///
 /// ```
 /// use capstore::mcp::{McpError, McpToolList};
-/// let err = McpToolList::from_json(r#"{"tools": [{"name": "a/b", "inputSchema": {"type": "object"}}]}"#)
+/// let err = McpToolList::from_json(r#"{"tools": [{"name": " padded", "inputSchema": {"type": "object"}}]}"#)
 ///     .unwrap_err();
 /// assert!(matches!(err, McpError::InvalidTool { index: 0, .. }));
 /// assert_eq!(
 ///     err.to_string(),
-///     "MCP tool #0 (`a/b`): invalid name \"a/b\": must not contain `/`, which separates source and name"
+///     "MCP tool #0 (` padded`): invalid name \" padded\": must not start or end with white space"
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq)]

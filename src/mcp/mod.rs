@@ -39,7 +39,10 @@
 //! [`SelectionPolicy`](crate::context::SelectionPolicy) can include or exclude a server's tools by
 //! tag, and a message that names the server ranks its tools higher. Server names must be valid
 //! as both ([`check_server`]): a tag ([`check_label`](crate::tools::check_label)) and a source
-//! ([`check_name`](crate::tools::check_name), so no `/`).
+//! ([`check_name`](crate::tools::check_name), so no `/`). A tool's own name may contain `/`
+//! and `.`, as MCP's tool-name rules allow: the qualified name splits at the first `/`, so
+//! `crm/user-profile/update` is `crm`'s tool `user-profile/update`, exported as
+//! `user-profile_update` and resolved back to it.
 //!
 //! The names the model sees come from [`export_names`](crate::tools::export_names) over the
 //! whole catalog (see [`ToolExport`](crate::provider::ToolExport)): a tool keeps its own name,
@@ -51,7 +54,7 @@
 //! # What becomes of each field
 //! | MCP tool field | [`Tool`](crate::Tool) |
 //! |---|---|
-//! | `name` | `name` (must pass [`check_name`](crate::tools::check_name)) |
+//! | `name` | `name` (must pass [`check_tool_name`](crate::tools::check_tool_name): MCP's `user-profile/update` and `admin.tools.list` are fine) |
 //! | `description` | `description` (empty when absent) |
 //! | `inputSchema` | `input_schema` (must be an object schema) |
 //! | `annotations` (`title`, `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, others) | `annotations`, key by key as given |

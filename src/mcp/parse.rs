@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::tools::check_name;
+use crate::tools::check_tool_name;
 
 use super::error::McpError;
 use super::tool::McpTool;
@@ -180,7 +180,8 @@ fn parse_tool(entry: Value, index: usize) -> Result<McpTool, McpError> {
         field,
         reason,
     };
-    check_name("name", &name).map_err(|e| fail("name", e.to_string()))?;
+    // Every imported tool has a source (the server), so its name may hold `/` (SEP-986).
+    check_tool_name(&name, true).map_err(|e| fail("name", e.to_string()))?;
     let title = optional_string(&mut object, "title").map_err(|r| fail("title", r))?;
     let description =
         optional_string(&mut object, "description").map_err(|r| fail("description", r))?;

@@ -25,7 +25,8 @@ use crate::Tool;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpTool {
-    /// The name the model calls it by; passes [`check_name`](crate::tools::check_name).
+    /// The name the model calls it by; passes
+    /// [`check_tool_name`](crate::tools::check_tool_name) (it may contain `/` and `.`).
     pub name: String,
     /// A human-readable name, for display.
     pub title: Option<String>,

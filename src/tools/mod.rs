@@ -7,11 +7,15 @@
 //!
 //! # Naming policy
 //! - **Stored names** are accepted as users and MCP servers write them, within limits that keep
-//!   keys unambiguous and printable ([`check_name`]): not empty, at most [`MAX_NAME_LEN`] bytes,
-//!   no control characters, no `/` (it separates source and name in a qualified key), no
-//!   leading or trailing white space. `getPM2.5Level` or `PDF&URLTool` are stored as they are.
+//!   keys unambiguous and printable ([`check_tool_name`]): not empty, at most [`MAX_NAME_LEN`]
+//!   bytes, no control characters, no leading or trailing white space. `getPM2.5Level` or
+//!   `PDF&URLTool` are stored as they are. A source never contains `/` ([`check_name`]); a
+//!   tool's name may, when the tool has a source, as MCP allows (`user-profile/update`,
+//!   `admin.tools.list`).
 //! - **Qualified names** (the tools table's primary key) are `source/name`, or just `name` for a
-//!   tool without a source, so two MCP servers may both offer `search`.
+//!   tool without a source, so two MCP servers may both offer `search`. The source is what
+//!   precedes the first `/` and the name all that follows it ([`bare_name`]), so
+//!   `crm/user-profile/update` is the tool `user-profile/update` of `crm`.
 //! - **Export names** must match the providers' rule `^[a-zA-Z0-9_-]{1,64}$`. [`export_names`]
 //!   maps every tool of a set to a distinct export name, deterministically (the result does not
 //!   depend on the order the tools come in):
@@ -27,8 +31,8 @@ mod text;
 
 pub(crate) use names::refuse;
 pub use names::{
-    MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, check_name, export_names, is_provider_safe,
-    name_counts, sanitize,
+    MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, bare_name, check_name, check_tool_name, export_names,
+    is_provider_safe, name_counts, sanitize,
 };
 pub use record::{Tool, check_label};
 pub use schema::InputSchema;

@@ -11,7 +11,9 @@ pub const MAX_NAME_LEN: usize = 256;
 /// The longest name providers accept.
 pub const MAX_EXPORT_LEN: usize = 64;
 
-/// Checks a stored name (or source) against the store's naming rules.
+/// Checks a source, a skill's name or a hook's id (or a tool's name when the tool has no
+/// source) against the store's naming rules: not empty, at most [`MAX_NAME_LEN`] bytes, no
+/// control characters, no `/`, no leading or trailing white space.
 ///
 /// ```
 /// use capstore::tools::check_name;
@@ -20,20 +22,61 @@ pub const MAX_EXPORT_LEN: usize = 64;
 /// assert!(check_name("name", "a/b").is_err());
 /// ```
 pub fn check_name(field: &'static str, value: &str) -> Result<(), RecordError> {
-    let reason = if value.is_empty() {
+    let reason = common_name_rule(value).or_else(|| {
+        value
+            .contains('/')
+            .then_some("must not contain `/`, which separates source and name")
+    });
+    refuse(field, value, reason)
+}
+
+/// Checks a tool's name. A tool with a source may have `/` in its name, as MCP's tool-name
+/// rules allow (`user-profile/update`, SEP-986): its qualified name `source/name` splits at the
+/// *first* `/`, and the source has none ([`check_name`]), so the key stays unambiguous. A tool
+/// without a source is its own key, so its name follows [`check_name`] and has no `/`.
+///
+/// ```
+/// use capstore::tools::check_tool_name;
+/// assert!(check_tool_name("user-profile/update", true).is_ok());
+/// assert!(check_tool_name("admin.tools.list", true).is_ok());
+/// assert!(check_tool_name("user-profile/update", false).is_err());
+/// assert!(check_tool_name("", true).is_err());
+/// ```
+pub fn check_tool_name(value: &str, has_source: bool) -> Result<(), RecordError> {
+    if has_source {
+        refuse("name", value, common_name_rule(value))
+    } else {
+        check_name("name", value)
+    }
+}
+
+/// The tool's own name in a qualified name: what follows the first `/` (the source has
+/// none), or the whole key for a tool without a source.
+///
+/// ```
+/// use capstore::tools::bare_name;
+/// assert_eq!(bare_name("crm/user-profile/update"), "user-profile/update");
+/// assert_eq!(bare_name("search"), "search");
+/// ```
+pub fn bare_name(qualified: &str) -> &str {
+    qualified
+        .split_once('/')
+        .map_or(qualified, |(_, name)| name)
+}
+
+/// The rules every stored name follows, `/` aside.
+fn common_name_rule(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
         Some("must not be empty")
     } else if value.len() > MAX_NAME_LEN {
         Some("is longer than 256 bytes")
     } else if value.chars().any(char::is_control) {
         Some("must not contain control characters")
-    } else if value.contains('/') {
-        Some("must not contain `/`, which separates source and name")
     } else if value.trim() != value {
         Some("must not start or end with white space")
     } else {
         None
-    };
-    refuse(field, value, reason)
+    }
 }
 
 /// `Err` naming the field, the value (cut to 80 characters) and the broken rule, if any.

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::store::RecordError;
 
-use super::names::{check_name, refuse};
+use super::names::{check_name, check_tool_name, refuse};
 use super::schema::InputSchema;
 
 /// A tool the model can call: a name, a description, a JSON Schema for its input, tags, the
@@ -37,7 +37,7 @@ use super::schema::InputSchema;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tool {
-    /// The name the model calls it by (see the naming rules in [`check_name`]).
+    /// The name the model calls it by (see the naming rules in [`check_tool_name`]).
     pub name: String,
     /// What the tool does, for the model and for search.
     #[serde(default)]
@@ -149,7 +149,15 @@ impl Tool {
         }
     }
 
-    /// Checks the record against the table's rules: name and source (see [`check_name`]),
+    /// Whether the tool has a (non-empty) source, so that its key is `source/name`.
+    fn has_source(&self) -> bool {
+        self.source
+            .as_deref()
+            .is_some_and(|source| !source.is_empty())
+    }
+
+    /// Checks the record against the table's rules: name ([`check_tool_name`]) and source
+    /// ([`check_name`]),
     /// tags (not empty, at most 128 bytes, no control characters) and an object input schema.
     ///
     /// ```
@@ -160,7 +168,7 @@ impl Tool {
     /// assert!(Tool::new("a", "").with_input_schema(json!("string")).validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), RecordError> {
-        check_name("name", &self.name)?;
+        check_tool_name(&self.name, self.has_source())?;
         if let Some(source) = &self.source {
             check_name("source", source)?;
         }
