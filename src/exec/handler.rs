@@ -22,7 +22,11 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub(crate) type HandlerFn =
     Arc<dyn Fn(Value) -> BoxFuture<Result<Value, HandlerError>> + Send + Sync>;
 
-/// What a tool or hook handler returns when it fails.
+/// What a tool or hook handler returns when it fails: a message, and optionally the typed
+/// error behind it ([`with_cause`](Self::with_cause)), which callers get back with
+/// [`downcast_ref`](Self::downcast_ref).
+///
+/// Two `HandlerError`s are equal when their messages are.
 ///
 /// ```
 /// use capstore::HandlerError;
@@ -30,11 +34,21 @@ pub(crate) type HandlerFn =
 /// assert_eq!(err.to_string(), "file not found");
 /// assert_eq!(HandlerError::new(format!("code {}", 2)).message, "code 2");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HandlerError {
     /// What went wrong, for the model and for logs.
     pub message: String,
+    /// The typed error behind the message, if the handler gave one.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl PartialEq for HandlerError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for HandlerError {}
 
 impl HandlerError {
     /// An error with a message.
@@ -45,7 +59,34 @@ impl HandlerError {
     pub fn new(message: impl Into<String>) -> Self {
         HandlerError {
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// An error that keeps `cause`, typed: its message is the cause's (see
+    /// [`from_error`](Self::from_error)), and [`downcast_ref`](Self::downcast_ref) returns it.
+    ///
+    /// ```
+    /// use capstore::HandlerError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "too slow");
+    /// let err = HandlerError::with_cause(io);
+    /// assert_eq!(err.message, "too slow");
+    /// assert_eq!(err.downcast_ref::<std::io::Error>().map(|e| e.kind()), Some(std::io::ErrorKind::TimedOut));
+    /// ```
+    pub fn with_cause<E: std::error::Error + Send + Sync + 'static>(cause: E) -> Self {
+        let mut error = HandlerError::from_error(&cause);
+        error.cause = Some(Arc::new(cause));
+        error
+    }
+
+    /// The typed error behind the message, if it is an `E`.
+    ///
+    /// ```
+    /// use capstore::HandlerError;
+    /// assert!(HandlerError::new("plain").downcast_ref::<std::io::Error>().is_none());
+    /// ```
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.cause.as_deref()?.downcast_ref::<E>()
     }
 
     /// An error carrying another error's message (and those of its sources, joined by `: `).
@@ -63,7 +104,7 @@ impl HandlerError {
             message.push_str(&inner.to_string());
             source = inner.source();
         }
-        HandlerError { message }
+        HandlerError::new(message)
     }
 }
 
@@ -73,11 +114,13 @@ impl fmt::Display for HandlerError {
     }
 }
 
+/// No `source()`: the message already is the cause's, so a chain printed from `source()` would
+/// say it twice. The typed cause is [`HandlerError::downcast_ref`]'s.
 impl std::error::Error for HandlerError {}
 
 impl From<String> for HandlerError {
     fn from(message: String) -> Self {
-        HandlerError { message }
+        HandlerError::new(message)
     }
 }
 

@@ -1,5 +1,7 @@
 //! Importing MCP servers' tool lists (`tools/list`) into the tools table, and keeping them in
-//! step when a server's list changes.
+//! step when a server's list changes; reading `mcpServers` configurations ([`McpConfig`]); and,
+//! with the feature `mcp-live` (on by default), connecting to the servers themselves
+//! ([`live::McpHub`]).
 //!
 //! Read a list with [`McpToolList::from_json`] (a `tools/list` result, or the whole JSON-RPC
 //! response), import it with [`import_server`], import it again when the server sends
@@ -116,13 +118,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod config;
 mod error;
 mod import;
 mod list;
+#[cfg(feature = "mcp-live")]
+pub mod live;
 mod parse;
 mod server;
 mod tool;
 
+pub use config::{ConfigError, McpConfig, ServerConfig, ServerTransport};
 pub use error::McpError;
 pub use import::{ImportReport, import_server, import_server_in, remove_server, remove_server_in};
 pub use list::McpToolList;

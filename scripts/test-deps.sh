@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what the tests run against, pinned, into .test-deps/ (git-ignored), when missing:
+# real MCP servers nobody on this project wrote, from the npm registry and PyPI.
+#   .test-deps/node/node_modules/.bin/mcp-server-filesystem, .../mcp-server-everything
+#   .test-deps/venv/bin/mcp-server-time
+# Needs node 20 with npm and Python 3.11 with pip. Safe to run again: a stamp per pin set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NPM_PACKAGES=(
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-everything@2026.8.31"
+)
+PIP_PACKAGES=(
+  "mcp-server-time==2026.10.19"
+  "mcp==2.3.0"
+)
+
+deps=.test-deps
+mkdir -p "$deps"
+
+stamp="$deps/node/.installed-$(echo "${NPM_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "test-deps: installing ${NPM_PACKAGES[*]}" >&2
+  rm -rf "$deps/node" && mkdir -p "$deps/node"
+  npm install --prefix "$deps/node" --no-audit --no-fund --loglevel=error "${NPM_PACKAGES[@]}" >&2
+  touch "$stamp"
+fi
+
+stamp="$deps/venv/.installed-$(echo "${PIP_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "test-deps: installing ${PIP_PACKAGES[*]}" >&2
+  rm -rf "$deps/venv"
+  python3 -m venv "$deps/venv"
+  "$deps/venv/bin/pip" install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
+  touch "$stamp"
+fi

@@ -1,0 +1,504 @@
+//! One server's connection: a task that connects, imports the server's tools, re-imports them
+//! when the server says its list changed, and reconnects with back-off when it goes away; and
+//! the forwarding of `tools/call` over whatever connection is current.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::sync::{Notify, broadcast, oneshot, watch};
+
+use crate::ToolHandler;
+use crate::exec::HandlerError;
+use crate::mcp::config::{ServerConfig, ServerTransport};
+use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
+use crate::store::{Store, StoreError};
+use crate::tables::HANDLERS;
+
+use super::error::{CallError, LiveError};
+use super::hub::{LiveEvent, LiveOptions, ServerState, ServerStatus};
+use super::stderr::StderrTail;
+
+/// How long a stdio server that failed is given to finish writing to stderr, so that its last
+/// words make it into the error.
+const STDERR_SETTLE: Duration = Duration::from_millis(200);
+/// How long shutting down waits for a server to close before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(3);
+
+/// A server's shared state: what the task keeps up to date and what its tools' handlers use.
+pub(crate) struct Session {
+    pub(crate) name: String,
+    /// The connection, while there is one; `None` makes calls fail fast.
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    status: RwLock<ServerStatus>,
+    stderr: Arc<StderrTail>,
+    call_timeout: Duration,
+}
+
+/// The rmcp client handler: it tells the session task that the server's tool list changed.
+struct Client {
+    list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Client {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        // A permit is kept if the task is busy: several notifications make one re-list.
+        self.list_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            Default::default(),
+            Implementation::new("capstore", env!("CARGO_PKG_VERSION")),
+        )
+        // The newest version with an `initialize` handshake; servers answer with theirs.
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+type Connection = RunningService<RoleClient, Client>;
+
+impl Session {
+    pub(crate) fn new(name: &str, call_timeout: Duration) -> Self {
+        Session {
+            name: name.to_string(),
+            peer: RwLock::new(None),
+            status: RwLock::new(ServerStatus::new(name)),
+            stderr: Arc::default(),
+            call_timeout,
+        }
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        let mut status = self.status.read().clone();
+        status.stderr = self.stderr.lines();
+        status
+    }
+
+    fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
+        change(&mut self.status.write());
+    }
+
+    /// Calls the server's tool `tool` over the current connection. Fails at once when there is
+    /// none; a call that outlives the timeout is dropped, which sends `notifications/cancelled`.
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<Value, CallError> {
+        let arguments = match args {
+            Value::Object(arguments) => Some(arguments),
+            Value::Null => None,
+            _ => {
+                return Err(CallError::InvalidArguments {
+                    server: self.name.clone(),
+                    tool: tool.to_string(),
+                });
+            }
+        };
+        let Some(peer) = self.peer.read().clone() else {
+            return Err(CallError::Unavailable {
+                server: self.name.clone(),
+                reason: self.down_reason(),
+            });
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        let reply = tokio::time::timeout(self.call_timeout, peer.call_tool(params)).await;
+        let tool = tool.to_string();
+        let server = self.name.clone();
+        match reply {
+            Err(_) => Err(CallError::Timeout {
+                server,
+                tool,
+                after: self.call_timeout,
+            }),
+            Ok(Err(ServiceError::McpError(error))) => Err(CallError::Protocol {
+                server,
+                tool,
+                code: error.code.0,
+                message: error.message.into_owned(),
+                data: error.data,
+            }),
+            Ok(Err(error)) => Err(CallError::Disconnected {
+                server,
+                tool,
+                reason: error.to_string(),
+            }),
+            Ok(Ok(result)) => {
+                let is_error = result.is_error == Some(true);
+                let result =
+                    serde_json::to_value(&result).map_err(|e| CallError::Disconnected {
+                        server: server.clone(),
+                        tool: tool.clone(),
+                        reason: format!("unreadable result: {e}"),
+                    })?;
+                if is_error {
+                    Err(CallError::Tool {
+                        server,
+                        tool,
+                        text: content_text(&result),
+                        result,
+                    })
+                } else {
+                    Ok(result)
+                }
+            }
+        }
+    }
+
+    fn down_reason(&self) -> String {
+        let status = self.status.read();
+        match (&status.state, &status.last_error) {
+            (ServerState::Stopped, _) => "the hub was shut down".to_string(),
+            (_, Some(error)) => error.clone(),
+            (ServerState::Connecting, None) => "not connected yet".to_string(),
+            _ => "not connected".to_string(),
+        }
+    }
+
+    /// The handler that runs `tool` (its MCP name) on this server, for the tool keyed `key`.
+    fn handler(self: &Arc<Self>, key: &str, tool: &str) -> ToolHandler {
+        let session = Arc::clone(self);
+        let tool: Arc<str> = tool.into();
+        ToolHandler::new(key, move |args| {
+            let session = Arc::clone(&session);
+            let tool = Arc::clone(&tool);
+            async move {
+                session
+                    .call(&tool, args)
+                    .await
+                    .map_err(HandlerError::with_cause)
+            }
+        })
+    }
+
+    /// Makes the server's tools in the store exactly `list`, with a forwarding handler for each
+    /// tool that has none, in one transaction (committed only if something changed).
+    fn import(
+        self: &Arc<Self>,
+        store: &Store,
+        list: &McpToolList,
+    ) -> Result<ImportReport, McpError> {
+        let mut tx = store.begin();
+        let mut report = import_server_in(&mut tx, &self.name, list)?;
+        let handlers_added = tx.all_or_nothing(|tx| {
+            let mut added = false;
+            for tool in list.tools() {
+                let key = format!("{}/{}", self.name, tool.name);
+                if !tx.view().contains(&HANDLERS, &key)? {
+                    tx.upsert(&HANDLERS, self.handler(&key, &tool.name))?;
+                    added = true;
+                }
+            }
+            Ok::<_, StoreError>(added)
+        })?;
+        if handlers_added || !report.is_unchanged() {
+            report.version = Some(tx.commit().version);
+        }
+        Ok(report)
+    }
+}
+
+/// The text of a `tools/call` result's text blocks, joined by new lines.
+fn content_text(result: &Value) -> String {
+    let texts: Vec<&str> = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    if texts.is_empty() {
+        "the tool reported an error with no text".to_string()
+    } else {
+        texts.join("\n")
+    }
+}
+
+/// What the task needs besides the session.
+pub(crate) struct Task {
+    pub(crate) session: Arc<Session>,
+    pub(crate) config: ServerConfig,
+    pub(crate) store: Store,
+    pub(crate) options: LiveOptions,
+    pub(crate) events: broadcast::Sender<LiveEvent>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+/// How a connection ended.
+enum End {
+    Closed(String),
+    Shutdown,
+}
+
+impl Task {
+    /// Connects, imports, serves until the connection ends, and again with back-off, until shut
+    /// down. The first attempt's outcome goes to `first`.
+    pub(crate) async fn run(
+        mut self,
+        first: oneshot::Sender<(Result<ImportReport, LiveError>, Duration)>,
+    ) {
+        let mut first = Some(first);
+        let mut delay = self.options.reconnect_initial;
+        loop {
+            let start = Instant::now();
+            self.session.update(|s| s.state = ServerState::Connecting);
+            let mut stop = self.shutdown.clone();
+            let attempt = tokio::select! {
+                attempt = self.connect_and_import() => attempt,
+                _ = stop.changed() => break,
+            };
+            match attempt {
+                Ok((connection, list_changed, report)) => {
+                    delay = self.options.reconnect_initial;
+                    match first.take() {
+                        Some(first) => {
+                            let _ = first.send((Ok(report.clone()), start.elapsed()));
+                        }
+                        None => {
+                            let _ = self.events.send(LiveEvent::Reconnected {
+                                server: self.session.name.clone(),
+                                report,
+                            });
+                        }
+                    }
+                    let end = self.serve(connection, list_changed).await;
+                    *self.session.peer.write() = None;
+                    match end {
+                        End::Shutdown => break,
+                        End::Closed(reason) => {
+                            let reason = match self.session.stderr.quote() {
+                                Some(tail) => format!("{reason}; its stderr ends with: {tail}"),
+                                None => reason,
+                            };
+                            self.session.update(|s| {
+                                s.state = ServerState::Reconnecting;
+                                s.last_error = Some(reason.clone());
+                            });
+                            let _ = self.events.send(LiveEvent::Down {
+                                server: self.session.name.clone(),
+                                reason,
+                            });
+                        }
+                    }
+                }
+                Err(error) => {
+                    self.session.update(|s| {
+                        s.state = ServerState::Reconnecting;
+                        s.last_error = Some(error.to_string());
+                    });
+                    match first.take() {
+                        Some(first) => {
+                            let _ = first.send((Err(error), start.elapsed()));
+                        }
+                        None => {
+                            let _ = self.events.send(LiveEvent::Failed { error });
+                        }
+                    }
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                _ = self.shutdown.changed() => break,
+            }
+            delay = (delay * 2).min(self.options.reconnect_max);
+        }
+        *self.session.peer.write() = None;
+        self.session.update(|s| s.state = ServerState::Stopped);
+    }
+
+    async fn connect_and_import(
+        &self,
+    ) -> Result<(Connection, Arc<Notify>, ImportReport), LiveError> {
+        let list_changed = Arc::new(Notify::new());
+        let client = Client {
+            list_changed: Arc::clone(&list_changed),
+        };
+        let connection = self.connect(client).await?;
+        let peer = connection.peer().clone();
+        let info = peer.peer_info();
+        let list = self.list(&peer).await?;
+        // Calls work from the moment the tools are visible.
+        *self.session.peer.write() = Some(peer);
+        let report = self.session.import(&self.store, &list).map_err(|error| {
+            *self.session.peer.write() = None;
+            LiveError::Import {
+                server: self.session.name.clone(),
+                error,
+            }
+        })?;
+        self.session.update(|s| {
+            s.state = ServerState::Ready;
+            s.tools = list.len();
+            s.connects += 1;
+            s.last_error = None;
+            if let Some(info) = &info {
+                s.protocol_version = Some(info.protocol_version.to_string());
+                s.server_info = info
+                    .server_info
+                    .as_ref()
+                    .map(|i| format!("{} {}", i.name, i.version));
+            }
+        });
+        Ok((connection, list_changed, report))
+    }
+
+    /// Starts the server (stdio) or opens the session (HTTP) and runs `initialize`.
+    async fn connect(&self, client: Client) -> Result<Connection, LiveError> {
+        let server = self.session.name.clone();
+        let handshake = match &self.config.transport {
+            ServerTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+                // Its own process group, so that stopping it stops what it started.
+                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, pipe) = TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| LiveError::Spawn {
+                        server: server.clone(),
+                        command: command.clone(),
+                        reason: e.to_string(),
+                    })?;
+                if let Some(pipe) = pipe {
+                    self.session.stderr.read(pipe);
+                }
+                tokio::time::timeout(self.options.connect_timeout, client.serve(transport)).await
+            }
+            ServerTransport::Http { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                for (name, value) in headers {
+                    let header = http::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|e| e.to_string())
+                        .and_then(|n| {
+                            http::HeaderValue::from_str(value)
+                                .map(|v| (n, v))
+                                .map_err(|e| e.to_string())
+                        })
+                        .map_err(|reason| LiveError::Spawn {
+                            server: server.clone(),
+                            command: url.clone(),
+                            reason: format!("header `{name}`: {reason}"),
+                        })?;
+                    custom.insert(header.0, header.1);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                tokio::time::timeout(self.options.connect_timeout, client.serve(transport)).await
+            }
+        };
+        match handshake {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(error)) => {
+                self.session.stderr.settle(STDERR_SETTLE).await;
+                Err(LiveError::Handshake {
+                    server,
+                    reason: error.to_string(),
+                    stderr: self.session.stderr.quote(),
+                })
+            }
+            Err(_) => Err(LiveError::Timeout {
+                server,
+                phase: "initialize",
+                after: self.options.connect_timeout,
+                stderr: self.session.stderr.quote(),
+            }),
+        }
+    }
+
+    /// Every page of `tools/list`, within the list timeout.
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<McpToolList, LiveError> {
+        let server = || self.session.name.clone();
+        let tools = tokio::time::timeout(self.options.list_timeout, peer.list_all_tools())
+            .await
+            .map_err(|_| LiveError::Timeout {
+                server: server(),
+                phase: "tools/list",
+                after: self.options.list_timeout,
+                stderr: self.session.stderr.quote(),
+            })?
+            .map_err(|e| LiveError::List {
+                server: server(),
+                reason: e.to_string(),
+            })?;
+        // Through capstore's own reading of a list, so that live and saved lists are checked
+        // and stored alike (names, schemas, duplicates across pages).
+        let value = serde_json::json!({ "tools": tools });
+        McpToolList::from_value(value).map_err(|error| LiveError::Import {
+            server: server(),
+            error,
+        })
+    }
+
+    /// Waits for the connection to end, re-importing on each list change; `Shutdown` when told to.
+    async fn serve(&mut self, connection: Connection, list_changed: Arc<Notify>) -> End {
+        let peer = connection.peer().clone();
+        let cancel = connection.cancellation_token();
+        let waiting = connection.waiting();
+        tokio::pin!(waiting);
+        loop {
+            tokio::select! {
+                quit = &mut waiting => {
+                    return End::Closed(match quit {
+                        Ok(reason) => format!("the connection ended ({reason:?})"),
+                        Err(e) => format!("the connection task failed: {e}"),
+                    });
+                }
+                () = list_changed.notified() => self.relist(&peer).await,
+                _ = self.shutdown.changed() => {
+                    cancel.cancel();
+                    let _ = tokio::time::timeout(CLOSE_GRACE, &mut waiting).await;
+                    return End::Shutdown;
+                }
+            }
+        }
+    }
+
+    /// After `notifications/tools/list_changed`: list again and re-import in one transaction.
+    /// A failure keeps the tools as they were and is reported; the connection stays.
+    async fn relist(&self, peer: &Peer<RoleClient>) {
+        let start = Instant::now();
+        let outcome = match self.list(peer).await {
+            Ok(list) => self
+                .session
+                .import(&self.store, &list)
+                .map(|report| (report, list.len()))
+                .map_err(|error| LiveError::Import {
+                    server: self.session.name.clone(),
+                    error,
+                }),
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok((report, tools)) => {
+                self.session.update(|s| s.tools = tools);
+                let _ = self.events.send(LiveEvent::ToolsChanged {
+                    report,
+                    elapsed: start.elapsed(),
+                });
+            }
+            Err(error) => {
+                self.session
+                    .update(|s| s.last_error = Some(error.to_string()));
+                let _ = self.events.send(LiveEvent::Failed { error });
+            }
+        }
+    }
+}
