@@ -690,3 +690,117 @@ fn help_lists_the_commands() {
         }
     }
 }
+
+// ---- live MCP servers (installed by scripts/test-deps.sh) ----
+
+const LIVE: &str = "tests/fixtures/mcp/live.mcp.json";
+
+/// `--mcp-config` connects to filesystem + everything + time (real servers nobody here wrote)
+/// and selects each message's tools from the right server; a server that cannot start is named
+/// on stderr and the command goes on.
+#[test]
+fn select_over_live_mcp_servers() {
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".test-deps/venv/bin/mcp-server-time")
+            .exists(),
+        "run `bash scripts/test-deps.sh` first (the README's test command does)"
+    );
+    for (message, server) in [
+        ("write a note to the file notes.txt", "files/"),
+        ("what time is it in Tokyo?", "time/"),
+        ("echo back hello", "everything/"),
+    ] {
+        let (table, stderr) = ok(&["select", message, "--mcp-config", LIVE]);
+        let top = table
+            .lines()
+            .find(|line| line.trim_start().starts_with("1 "))
+            .unwrap_or_else(|| panic!("no first row in {table}"));
+        assert!(top.contains(server), "{message}: {top}");
+        assert!(
+            stderr.contains("MCP server `broken`: initialize failed")
+                && stderr.contains("permission denied")
+                && stderr.contains("going on without it"),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("`off`"),
+            "a disabled server is not started: {stderr}"
+        );
+    }
+    // `stats` and `explain` take the same source.
+    let (stats, _) = ok(&["stats", "--mcp-config", LIVE]);
+    assert!(stats.contains("29"), "{stats}");
+    let (explain, _) = ok(&[
+        "explain",
+        "time/get_current_time",
+        "what time is it in Tokyo?",
+        "--mcp-config",
+        LIVE,
+    ]);
+    assert!(explain.contains("time/get_current_time"), "{explain}");
+}
+
+#[test]
+fn call_runs_a_live_tool_and_prints_its_result() {
+    let (stdout, _) = ok(&[
+        "call",
+        "time/get_current_time",
+        r#"{"timezone": "Europe/Lisbon"}"#,
+        "--mcp-config",
+        LIVE,
+    ]);
+    let result: serde_json::Value = serde_json::from_str(&stdout).expect("JSON result");
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("Europe/Lisbon"), "{text}");
+
+    // A tool error says which server failed and why.
+    let error = fails(&[
+        "call",
+        "files/read_text_file",
+        r#"{"path": "/etc/hostname"}"#,
+        "--mcp-config",
+        LIVE,
+    ]);
+    assert!(
+        error.contains("MCP server `files`") && error.contains("denied"),
+        "{error}"
+    );
+    // Bad input is named before anything runs.
+    let error = fails(&[
+        "call",
+        "time/get_current_time",
+        "{not json",
+        "--mcp-config",
+        LIVE,
+    ]);
+    assert!(error.contains("JSON-ARGS"), "{error}");
+    let error = fails(&["call", "time/no_such_tool", "{}", "--mcp-config", LIVE]);
+    assert!(error.contains("no tool `time/no_such_tool`"), "{error}");
+    // A catalog tool has no handler: said plainly.
+    let error = fails(&["call", "weather/get_forecast", r#"{"location": "Oslo"}"#]);
+    assert!(error.contains("has no handler here"), "{error}");
+}
+
+#[test]
+fn mcp_config_errors_name_the_server_and_field() {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"mcpServers": {"time": {"command": "uvx", "args": "mcp-server-time"}}}"#,
+    )
+    .expect("write");
+    let error = fails(&["select", "hi", "--mcp-config", bad.to_str().expect("utf-8")]);
+    assert_eq!(
+        error,
+        "capstore: --mcp-config: MCP server `time`: field `args` must be an array of strings, not a string"
+    );
+    let error = fails(&["select", "hi", "--mcp-config", "no/such.json"]);
+    assert!(
+        error.starts_with("capstore: --mcp-config: cannot read no/such.json"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

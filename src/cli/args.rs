@@ -34,6 +34,8 @@ pub(crate) fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T,
 pub(crate) struct SourceArgs {
     pub(crate) catalog: Option<PathBuf>,
     pub(crate) mcp: Vec<(String, PathBuf)>,
+    /// An `mcpServers` configuration whose servers are connected to live.
+    pub(crate) mcp_config: Option<PathBuf>,
     pub(crate) bundled: bool,
 }
 
@@ -61,6 +63,12 @@ impl SourceArgs {
                 }
                 self.mcp.push((server.to_owned(), file.into()));
             }
+            "--mcp-config" => {
+                if self.mcp_config.is_some() {
+                    return Err("--mcp-config given twice (one configuration file)".into());
+                }
+                self.mcp_config = Some(args.value(flag)?.into());
+            }
             "--bundled" => self.bundled = true,
             _ => return Ok(false),
         }
@@ -69,7 +77,7 @@ impl SourceArgs {
 
     /// Whether the bundled catalog is loaded.
     pub(crate) fn wants_bundled(&self) -> bool {
-        self.bundled || (self.catalog.is_none() && self.mcp.is_empty())
+        self.bundled || (self.catalog.is_none() && self.mcp.is_empty() && self.mcp_config.is_none())
     }
 }
 

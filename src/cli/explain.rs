@@ -32,25 +32,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let loaded = source::load(&sources)?;
     let snap = loaded.store.snapshot();
     let export = ToolExport::for_snapshot(&snap).map_err(|e| e.to_string())?;
-    let key = if snap.contains(&TOOLS, tool).map_err(|e| e.to_string())? {
-        tool.to_owned()
-    } else if let Some(key) = export.resolve(tool) {
-        key.to_owned()
-    } else {
-        let same_name: Vec<String> = snap
-            .by_index(&TOOLS, "name", tool)
-            .map_err(|e| e.to_string())?
-            .map(|(key, _)| key.to_string())
-            .collect();
-        return Err(if same_name.is_empty() {
-            format!("explain: no tool `{tool}` (qualified `source/name`, or an exported name)")
-        } else {
-            format!(
-                "explain: no tool `{tool}`; did you mean {}?",
-                same_name.join(" or ")
-            )
-        });
-    };
+    let key = source::resolve_tool(&snap, "explain", tool)?;
 
     let mut policy = loaded.policy.clone();
     policy.explain = true;

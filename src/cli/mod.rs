@@ -12,6 +12,7 @@ macro_rules! say {
 }
 
 mod args;
+mod call;
 mod eval;
 mod explain;
 mod select;
@@ -29,13 +30,19 @@ USAGE:
     capstore select \"MESSAGE\" [SOURCE] [--max-tools N] [--explain] [--json [--provider P] [--defer]]
     capstore explain TOOL \"MESSAGE\" [SOURCE]
     capstore stats [SOURCE]
+    capstore call TOOL ['JSON-ARGS'] [SOURCE]
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
 
 SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --catalog FILE            a capstore catalog file (format capstore.catalog/v1) instead
     --mcp SERVER=FILE         an MCP tools/list result for SERVER; repeatable. With --mcp and
                               no --catalog, only the MCP tools are loaded
-    --bundled                 also load the bundled catalog with --catalog or --mcp
+    --mcp-config FILE         connect to the MCP servers of an mcpServers configuration
+                              (Claude Desktop, Claude Code's .mcp.json, Cursor) and load
+                              their tools live; a server that fails is named on stderr and
+                              left out
+    --bundled                 also load the bundled catalog with --catalog, --mcp or
+                              --mcp-config
 
 SELECT:
     --max-tools N             send at most N tools (default 16)
@@ -47,6 +54,8 @@ SELECT:
 
 EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
 STATS:   what the catalog holds and what its index costs.
+CALL:    run TOOL with JSON-ARGS (default {}) and print its result as JSON; with
+         --mcp-config, on its server.
 
     -h, --help                this help
 ";
@@ -96,6 +105,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("select") => select::run(rest),
         Some("explain") => explain::run(rest),
         Some("stats") => stats::run(rest),
+        Some("call") => call::run(rest),
         Some("eval") => eval::run(rest),
         Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),
     }

@@ -2,10 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use capstore::Store;
 use capstore::catalog::Catalog;
 use capstore::context::SelectionPolicy;
-use capstore::mcp::{McpToolList, import_server};
+use capstore::mcp::live::{LiveOptions, McpHub};
+use capstore::mcp::{McpConfig, McpToolList, import_server};
+use capstore::provider::ToolExport;
+use capstore::{Snapshot, Store, TOOLS};
 
 use super::args::SourceArgs;
 
@@ -16,10 +18,27 @@ pub(crate) struct Loaded {
     /// What was loaded, for the report's first line.
     pub(crate) label: String,
     pub(crate) elapsed: Duration,
+    /// The live servers of `--mcp-config`, connected until this is dropped.
+    pub(crate) live: Option<Live>,
 }
 
-/// Loads the sources of `args` in order: bundled catalog, catalog file, MCP lists. Each is one
-/// transaction; an error names the file and the entry.
+/// Connected MCP servers and the runtime they run on. Dropping it stops them.
+pub(crate) struct Live {
+    pub(crate) runtime: tokio::runtime::Runtime,
+    hub: McpHub,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // Close every server (and what it started) before the command exits.
+        self.runtime.block_on(self.hub.shutdown());
+    }
+}
+
+/// Loads the sources of `args` in order: bundled catalog, catalog file, MCP lists, live MCP
+/// servers. Each is one transaction; an error names the file and the entry. A live server
+/// that cannot start or answer does not stop the command: it is named on stderr, and the
+/// command goes on with the others.
 pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
     let start = Instant::now();
     let store = Store::new();
@@ -49,6 +68,10 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
         ));
         labels.push(format!("MCP {server}"));
     }
+    let live = match &args.mcp_config {
+        Some(path) => Some(connect(&store, path, &mut labels)?),
+        None => None,
+    };
     let elapsed = start.elapsed();
     let snap = store.snapshot();
     let tools = snap.count(&capstore::TOOLS).map_err(|e| e.to_string())?;
@@ -62,6 +85,73 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
         policy,
         label: labels.join(" + "),
         elapsed,
+        live,
+    })
+}
+
+/// Connects to the servers of the configuration at `path` and imports their tools.
+fn connect(
+    store: &Store,
+    path: &std::path::Path,
+    labels: &mut Vec<String>,
+) -> Result<Live, String> {
+    let config = McpConfig::from_path(path).map_err(|e| format!("--mcp-config: {e}"))?;
+    if config.servers.is_empty() {
+        return Err(format!(
+            "--mcp-config: {} names no server to connect to",
+            path.display()
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    progress(&format!(
+        "connecting to {} MCP server(s) of {}",
+        config.servers.len(),
+        path.display()
+    ));
+    let hub = runtime.block_on(McpHub::connect(store, &config, LiveOptions::default()));
+    for startup in hub.startup() {
+        let ms = startup.elapsed.as_secs_f64() * 1e3;
+        match &startup.result {
+            Ok(report) => {
+                let tools = report.added.len() + report.changed.len() + report.unchanged;
+                progress(&format!(
+                    "  {}: {tools} tools in {ms:.0} ms",
+                    startup.server
+                ));
+                labels.push(format!("MCP {}", startup.server));
+            }
+            Err(error) => progress(&format!("  {error} (going on without it)")),
+        }
+    }
+    Ok(Live { runtime, hub })
+}
+
+/// The qualified name of the tool `name` names: a qualified name as it is, or an exported
+/// name resolved back. The error suggests tools of that bare name.
+pub(crate) fn resolve_tool(snap: &Snapshot, command: &str, name: &str) -> Result<String, String> {
+    if snap.contains(&TOOLS, name).map_err(|e| e.to_string())? {
+        return Ok(name.to_owned());
+    }
+    let export = ToolExport::for_snapshot(snap).map_err(|e| e.to_string())?;
+    if let Some(key) = export.resolve(name) {
+        return Ok(key.to_owned());
+    }
+    let same_name: Vec<String> = snap
+        .by_index(&TOOLS, "name", name)
+        .map_err(|e| e.to_string())?
+        .map(|(key, _)| key.to_string())
+        .collect();
+    Err(if same_name.is_empty() {
+        format!("{command}: no tool `{name}` (qualified `source/name`, or an exported name)")
+    } else {
+        format!(
+            "{command}: no tool `{name}`; did you mean {}?",
+            same_name.join(" or ")
+        )
     })
 }
 

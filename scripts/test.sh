@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command of README.md: installs what the tests run against when it is missing (real
+# MCP servers, pinned: scripts/test-deps.sh), then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/test-deps.sh
+cargo test --release "$@"
