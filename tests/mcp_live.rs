@@ -686,3 +686,92 @@ async fn a_huge_paged_list_imports_whole() {
     assert_eq!(selected(&store, "echo this message back")[0], "big/echo");
     hub.shutdown().await;
 }
+
+/// An MCP tool runs as a Rust one does: hooks around it, events on the bus, the
+/// unselected-call policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_events_and_policy_apply_to_mcp_tools() {
+    use capstore::exec::register_hook;
+    use capstore::{Event, EventBus, Hook, HookEvent, HookOutcome};
+    use std::sync::{Arc, Mutex};
+
+    let store = Store::new();
+    let hub = McpHub::connect(&store, &config(vec![fault("f", "ok")]), options()).await;
+    hub.startup()[0].result.as_ref().expect("connects");
+    store
+        .write(|tx| {
+            register_hook(
+                tx,
+                Hook::new("no-secrets", HookEvent::PreToolUse, "f/*"),
+                |ctx| async move {
+                    let secret = ctx.input["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("password"));
+                    Ok(if secret {
+                        HookOutcome::deny("no passwords")
+                    } else {
+                        HookOutcome::Continue
+                    })
+                },
+            )
+        })
+        .expect("hook");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let bus = EventBus::new();
+    let log = Arc::clone(&seen);
+    let _sub = bus.subscribe(move |event| {
+        let name = match event {
+            Event::ToolCallStarted { tool, .. } => format!("started {tool}"),
+            Event::ToolCallFinished { tool, .. } => format!("finished {tool}"),
+            Event::ToolCallFailed { tool, .. } => format!("failed {tool}"),
+            Event::HookDenied { .. } => "denied".to_string(),
+            _ => return,
+        };
+        log.lock().expect("log").push(name);
+    });
+    let executor = Executor::new(store.clone())
+        .with_policy(UnselectedCallPolicy::Deny)
+        .with_events(bus);
+    let offered = ["f/echo".to_string()];
+    let ok = executor
+        .execute(
+            ToolCall::new("1", "f/echo", json!({"message": "hello"})),
+            &offered,
+        )
+        .await
+        .expect("runs");
+    assert_eq!(text(&ok.output), "hello");
+    let denied = executor
+        .execute(
+            ToolCall::new("2", "f/echo", json!({"message": "my password"})),
+            &offered,
+        )
+        .await;
+    assert!(
+        matches!(denied, Err(ExecError::HookDenied { .. })),
+        "{denied:?}"
+    );
+    let unselected = executor
+        .execute(
+            ToolCall::new("3", "f/admin.tools.list", json!({})),
+            &offered,
+        )
+        .await;
+    assert!(
+        matches!(unselected, Err(ExecError::NotSelected { .. })),
+        "{unselected:?}"
+    );
+    assert_eq!(
+        *seen.lock().expect("log"),
+        [
+            "started f/echo",
+            "finished f/echo",
+            "started f/echo",
+            "denied",
+            "failed f/echo",
+            "started f/admin.tools.list",
+            "failed f/admin.tools.list"
+        ]
+    );
+    hub.shutdown().await;
+}
