@@ -149,7 +149,7 @@ async fn main() {
     let _ = bare.cancel().await;
     hub.shutdown().await;
 
-    println!("\n== tools/list_changed to new snapshot ({CHANGES} changes, 8-tool server)");
+    println!("\n== tools/list_changed to new snapshot ({CHANGES} changes, a 9-tool server)");
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/servers/fault_server.py");
     let store = Store::new();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests run against, pinned, into .test-deps/ (git-ignored), when missing:
-# real MCP servers nobody on this project wrote, from the npm registry and PyPI.
+# real MCP servers nobody on this project wrote, from the npm registry and PyPI, and the official
+# MCP Python SDK (`mcp`) as a client of `capstore serve`.
 #   .test-deps/node/node_modules/.bin/mcp-server-filesystem, .../mcp-server-everything
-#   .test-deps/venv/bin/mcp-server-time
+#   .test-deps/venv/bin/mcp-server-time, .test-deps/venv/bin/python with `mcp`
 # Needs node 20 with npm and Python 3.11 with pip. Safe to run again: a stamp per pin set.
 set -euo pipefail
 cd "$(dirname "$0")/.."

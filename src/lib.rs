@@ -23,6 +23,8 @@ pub mod context;
 pub mod eval;
 pub mod events;
 pub mod exec;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod hooks;
 pub mod mcp;
 pub mod provider;

@@ -426,7 +426,7 @@ async fn list_changed_reimports_in_one_transaction() {
         selected(&store, "summarize the ledger")[0],
         "f/summarize_ledger"
     );
-    assert_eq!(hub.status()[0].tools, 9);
+    assert_eq!(hub.status()[0].tools, 10);
     hub.shutdown().await;
 }
 
@@ -654,7 +654,7 @@ async fn faulty_servers_fail_typed_within_their_timeouts_and_leave_the_store_alo
         "{:?}",
         keys(&store)
     );
-    assert_eq!(keys(&store).len(), 8);
+    assert_eq!(keys(&store).len(), 9);
     assert_eq!(
         text(
             &call(&store, "good/echo", json!({"message": "fine"}))
@@ -680,9 +680,9 @@ async fn a_huge_paged_list_imports_whole() {
     let store = Store::new();
     let hub = McpHub::connect(&store, &config(vec![fault("big", "huge")]), options()).await;
     let report = hub.startup()[0].result.as_ref().expect("imports");
-    assert_eq!(report.added.len(), 5008);
-    assert_eq!(store.snapshot().count(&TOOLS).expect("count"), 5008);
-    assert_eq!(store.snapshot().count(&HANDLERS).expect("count"), 5008);
+    assert_eq!(report.added.len(), 5009);
+    assert_eq!(store.snapshot().count(&TOOLS).expect("count"), 5009);
+    assert_eq!(store.snapshot().count(&HANDLERS).expect("count"), 5009);
     assert_eq!(selected(&store, "echo this message back")[0], "big/echo");
     hub.shutdown().await;
 }

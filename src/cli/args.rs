@@ -36,6 +36,8 @@ pub(crate) struct SourceArgs {
     pub(crate) mcp: Vec<(String, PathBuf)>,
     /// An `mcpServers` configuration whose servers are connected to live.
     pub(crate) mcp_config: Option<PathBuf>,
+    /// `--call-timeout SECS` for the live servers' calls.
+    pub(crate) call_timeout: Option<std::time::Duration>,
     pub(crate) bundled: bool,
 }
 
@@ -68,6 +70,13 @@ impl SourceArgs {
                     return Err("--mcp-config given twice (one configuration file)".into());
                 }
                 self.mcp_config = Some(args.value(flag)?.into());
+            }
+            "--call-timeout" => {
+                let seconds: f64 = number(flag, args.value(flag)?)?;
+                if !(seconds > 0.0 && seconds.is_finite()) {
+                    return Err("--call-timeout: give a number of seconds above 0".into());
+                }
+                self.call_timeout = Some(std::time::Duration::from_secs_f64(seconds));
             }
             "--bundled" => self.bundled = true,
             _ => return Ok(false),

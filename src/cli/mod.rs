@@ -11,11 +11,13 @@ macro_rules! say {
     };
 }
 
+mod approve;
 mod args;
 mod call;
 mod eval;
 mod explain;
 mod select;
+mod serve;
 mod source;
 mod stats;
 
@@ -31,6 +33,8 @@ USAGE:
     capstore explain TOOL \"MESSAGE\" [SOURCE]
     capstore stats [SOURCE]
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
+    capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
+    capstore approve [TOOL... | --all] --mcp-config FILE
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
 
 SOURCE (default: the catalog bundled in the crate, catalog/default.json):
@@ -43,6 +47,7 @@ SOURCE (default: the catalog bundled in the crate, catalog/default.json):
                               left out
     --bundled                 also load the bundled catalog with --catalog, --mcp or
                               --mcp-config
+    --call-timeout SECS       give up on a live server's tool call after SECS (default 60)
 
 SELECT:
     --max-tools N             send at most N tools (default 16)
@@ -56,6 +61,15 @@ EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not
 STATS:   what the catalog holds and what its index costs.
 CALL:    run TOOL with JSON-ARGS (default {}) and print its result as JSON; with
          --mcp-config, on its server.
+SERVE:   an MCP server in front of the configured servers, for any MCP client.
+    --mode search             (default) offer search_tools and call_tool, plus pinned tools
+    --mode all                offer every upstream tool under its exported name
+    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio
+    --pin TOOL                also offer TOOL directly in search mode; repeatable
+    --max-results N           at most N tools per search_tools answer (default 8)
+    --hold-new-tools          quarantine tools a known server adds, until approved
+    --no-quarantine           do not fingerprint tools (no rug-pull protection)
+APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
 
     -h, --help                this help
 ";
@@ -106,6 +120,8 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("explain") => explain::run(rest),
         Some("stats") => stats::run(rest),
         Some("call") => call::run(rest),
+        Some("serve") => serve::run(rest),
+        Some("approve") => approve::run(rest),
         Some("eval") => eval::run(rest),
         Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),
     }

@@ -25,7 +25,7 @@ pub(crate) struct Loaded {
 /// Connected MCP servers and the runtime they run on. Dropping it stops them.
 pub(crate) struct Live {
     pub(crate) runtime: tokio::runtime::Runtime,
-    hub: McpHub,
+    pub(crate) hub: McpHub,
 }
 
 impl Drop for Live {
@@ -69,7 +69,7 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
         labels.push(format!("MCP {server}"));
     }
     let live = match &args.mcp_config {
-        Some(path) => Some(connect(&store, path, &mut labels)?),
+        Some(path) => Some(connect(&store, path, args.call_timeout, &mut labels)?),
         None => None,
     };
     let elapsed = start.elapsed();
@@ -93,6 +93,7 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
 fn connect(
     store: &Store,
     path: &std::path::Path,
+    call_timeout: Option<Duration>,
     labels: &mut Vec<String>,
 ) -> Result<Live, String> {
     let config = McpConfig::from_path(path).map_err(|e| format!("--mcp-config: {e}"))?;
@@ -112,7 +113,11 @@ fn connect(
         config.servers.len(),
         path.display()
     ));
-    let hub = runtime.block_on(McpHub::connect(store, &config, LiveOptions::default()));
+    let mut options = LiveOptions::default();
+    if let Some(timeout) = call_timeout {
+        options.call_timeout = timeout;
+    }
+    let hub = runtime.block_on(McpHub::connect(store, &config, options));
     for startup in hub.startup() {
         let ms = startup.elapsed.as_secs_f64() * 1e3;
         match &startup.result {

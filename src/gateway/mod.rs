@@ -1,0 +1,56 @@
+//! `capstore serve`: an MCP gateway (feature `gateway`). One MCP server in front of many, for
+//! any MCP client (Claude Desktop, Claude Code, Cursor, ...), so that the client's context holds
+//! a few tool definitions instead of hundreds.
+//!
+//! [`Gateway`] is an MCP server (stdio, or Streamable HTTP on a loopback address) whose tools
+//! are capstore's own, over a store that an [`McpHub`](crate::mcp::live::McpHub) keeps filled
+//! with the upstream servers' tools (and, if you like, a catalog):
+//! - [`Mode::Search`] (the default): `search_tools` (a query in, the best tools out, ranked by
+//!   capstore's selection, with names, descriptions, input schemas, the reasons and the
+//!   skills they belong to) and `call_tool` (a name and arguments in, forwarded to the right
+//!   server), plus any pinned tools offered directly.
+//! - [`Mode::All`]: every upstream tool under its provider-safe exported name, forwarded;
+//!   upstream `list_changed` is passed on to the client.
+//!
+//! Calls run through the [`Executor`](crate::Executor) (hooks, events), concurrently, each with
+//! the hub's call timeout; a client's `notifications/cancelled` cancels the call upstream.
+//! Upstream failures come back as `isError` results that name the server and say why;
+//! an unknown tool or a malformed request is a JSON-RPC error, and the gateway goes on serving.
+//!
+//! # Quarantine
+//! A gateway is where a malicious or compromised server does harm: a tool approved as "read a
+//! file" can later describe itself as "read a file, then send it to ...". Every upstream tool's
+//! definition is fingerprinted ([`fingerprint`]: SHA-256 of name, description, input schema)
+//! when first seen; a definition that changes later is quarantined, not offered and not
+//! callable, until approved (`capstore approve TOOL --mcp-config FILE`, or
+//! [`Quarantine::approve`]). New tools of a known server can be held the same way. The state
+//! lives in a small file beside the configuration ([`quarantine_path`]).
+//!
+//! # What it costs
+//! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
+//! Per request: one snapshot and one selection (`search_tools`, tens of microseconds at 10k
+//! tools), or one forwarded call. Measured in BENCHMARKS.md.
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use capstore::gateway::{Gateway, GatewayOptions, Quarantine, quarantine_path};
+//! use capstore::mcp::{McpConfig, live::{LiveOptions, McpHub}};
+//!
+//! let path = std::path::Path::new(".mcp.json");
+//! let store = capstore::Store::new();
+//! let hub = McpHub::connect(&store, &McpConfig::from_path(path)?, LiveOptions::default()).await;
+//! let quarantine = Quarantine::open(quarantine_path(path), false);
+//! let gateway = Gateway::new(store, Some(quarantine), GatewayOptions::default());
+//! gateway.follow(&hub);
+//! gateway.serve_stdio().await?;
+//! # Ok(()) }
+//! ```
+
+mod quarantine;
+mod server;
+
+pub use quarantine::{
+    Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
+    quarantine_path,
+};
+pub use server::{Gateway, GatewayError, GatewayOptions, Mode};

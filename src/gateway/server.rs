@@ -1,0 +1,540 @@
+//! The gateway's MCP server: what a client sees (`tools/list`) and what its calls do.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+use crate::context::{ContextBuilder, SelectionPolicy, Turn};
+use crate::mcp::live::{CallError, LiveEvent, McpHub};
+use crate::provider::ToolExport;
+use crate::store::{Snapshot, Store};
+use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
+
+use super::quarantine::{Quarantine, QuarantineReason, Verdict};
+
+/// What the client is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Two tools, `search_tools` and `call_tool`, plus the pinned tools: the client's context
+    /// holds a few definitions whatever the number of upstream tools.
+    #[default]
+    Search,
+    /// Every upstream tool under its provider-safe exported name, forwarded; upstream list
+    /// changes are passed on.
+    All,
+}
+
+/// How a [`Gateway`] behaves.
+///
+/// ```
+/// let options = capstore::gateway::GatewayOptions::default();
+/// assert_eq!(options.max_results, 8);
+/// ```
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// Search or all.
+    pub mode: Mode,
+    /// The most tools one `search_tools` answer returns (the client may ask for fewer).
+    pub max_results: usize,
+    /// Tools offered directly in search mode too (qualified or exported names).
+    pub pinned: Vec<String>,
+    /// The selection policy `search_tools` ranks with (its `max_tools` is set per query).
+    pub policy: SelectionPolicy,
+    /// What to tell the user to run to approve a quarantined tool (`capstore approve ...`).
+    pub approve_hint: String,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            mode: Mode::Search,
+            max_results: 8,
+            pinned: Vec::new(),
+            policy: SelectionPolicy::default(),
+            approve_hint: "capstore approve".into(),
+        }
+    }
+}
+
+/// An MCP server in front of a store: its tools are capstore's search and call (or every
+/// upstream tool), backed by the live servers of an [`McpHub`]. See the [module docs](super).
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Store,
+    quarantine: Option<Quarantine>,
+    options: GatewayOptions,
+    executor: Executor,
+    /// Connected clients, told when the tool list changes (all mode).
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+/// A failure to serve at all (the listener or the transport); requests' own errors are
+/// answered on the protocol.
+#[derive(Debug)]
+pub struct GatewayError(pub String);
+
+impl std::fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for GatewayError {}
+
+const SEARCH: &str = "search_tools";
+const CALL: &str = "call_tool";
+
+impl Gateway {
+    /// A gateway over `store` (fill it with an [`McpHub`], a catalog, or both), checking
+    /// upstream tools against `quarantine` when given.
+    ///
+    /// ```
+    /// use capstore::gateway::{Gateway, GatewayOptions};
+    /// let gateway = Gateway::new(capstore::Store::new(), None, GatewayOptions::default());
+    /// # drop(gateway);
+    /// ```
+    pub fn new(store: Store, quarantine: Option<Quarantine>, options: GatewayOptions) -> Self {
+        Gateway {
+            shared: Arc::new(Shared {
+                executor: Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow),
+                store,
+                quarantine,
+                options,
+                peers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Passes the hub's tool-list changes on to every connected client as
+    /// `notifications/tools/list_changed` (the tool list only changes in all mode, but a
+    /// client may re-search in either). Runs until the hub stops.
+    pub fn follow(&self, hub: &McpHub) -> tokio::task::JoinHandle<()> {
+        let shared = Arc::clone(&self.shared);
+        let mut events = hub.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(LiveEvent::ToolsChanged { .. } | LiveEvent::Reconnected { .. }) => {
+                        let peers = shared.peers.lock().clone();
+                        for peer in peers {
+                            let _ = peer.notify_tool_list_changed().await;
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+    }
+
+    /// Serves one client over stdin and stdout until it disconnects. Nothing else may write
+    /// to stdout meanwhile (upstream servers' stderr is captured, never printed).
+    pub async fn serve_stdio(self) -> Result<(), GatewayError> {
+        let service = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| GatewayError(format!("the client did not initialize: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| GatewayError(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Serves Streamable HTTP clients at `http://ADDR/mcp` until the process ends. `addr` must
+    /// be a loopback address: the gateway runs tools on this machine and has no
+    /// authentication of its own.
+    pub async fn serve_http(self, addr: SocketAddr) -> Result<(), GatewayError> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        if !addr.ip().is_loopback() {
+            return Err(GatewayError(format!(
+                "--http {addr}: the gateway binds to loopback addresses only (127.0.0.1, ::1)"
+            )));
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
+        let gateway = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(gateway.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(_) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let service = service.clone();
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let service = hyper_util::service::TowerToHyperService::new(service);
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(io, service)
+                .await;
+            });
+        }
+    }
+
+    /// The tools a client sees now.
+    fn listed(&self) -> Vec<rmcp::model::Tool> {
+        let snap = self.shared.store.snapshot();
+        let Ok(export) = ToolExport::for_snapshot(&snap) else {
+            return Vec::new();
+        };
+        let mut tools = Vec::new();
+        if self.shared.options.mode == Mode::Search {
+            tools.push(search_tool(&snap));
+            tools.push(call_tool());
+        }
+        let keys: Vec<String> = match self.shared.options.mode {
+            Mode::All => snap
+                .iter(&TOOLS)
+                .map(|it| it.map(|(key, _)| key.to_string()).collect())
+                .unwrap_or_default(),
+            Mode::Search => self
+                .shared
+                .options
+                .pinned
+                .iter()
+                .filter_map(|name| resolve(&snap, &export, name))
+                .collect(),
+        };
+        for key in keys {
+            if let Ok(Some(tool)) = snap.get(&TOOLS, &key)
+                && self.verdict(tool) == Verdict::Trusted
+                && let Some(name) = export.export_name(&key)
+            {
+                tools.push(listed_tool(name, tool));
+            }
+        }
+        tools
+    }
+
+    fn verdict(&self, tool: &Tool) -> Verdict {
+        match &self.shared.quarantine {
+            // A file that cannot be read or written holds everything back: fail closed.
+            Some(q) => q
+                .check(tool)
+                .unwrap_or(Verdict::Quarantined(QuarantineReason::Changed)),
+            None => Verdict::Trusted,
+        }
+    }
+
+    /// `search_tools`: capstore's selection for the query, upstream definitions included.
+    fn search(&self, args: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .filter(|q| !q.trim().is_empty())
+            .ok_or_else(|| {
+                ErrorData::invalid_params("search_tools needs a `query` string", None)
+            })?;
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => self.shared.options.max_results,
+            Some(value) => value
+                .as_u64()
+                .filter(|&n| n >= 1)
+                .map(|n| (n as usize).min(self.shared.options.max_results))
+                .ok_or_else(|| {
+                    ErrorData::invalid_params("`limit` must be a whole number of at least 1", None)
+                })?,
+        };
+        let snap = self.shared.store.snapshot();
+        let mut policy = self.shared.options.policy.clone();
+        // Room for the quarantined ones the answer leaves out.
+        policy.max_tools = limit * 2;
+        let internal = |e: &dyn std::fmt::Display| ErrorData::internal_error(e.to_string(), None);
+        let selection = ContextBuilder::with_policy(policy)
+            .map_err(|e| internal(&e))?
+            .select(&snap, &Turn::new(query))
+            .map_err(|e| internal(&e))?;
+        let mut held_back = 0;
+        let mut found = Vec::new();
+        for selected in &selection.tools {
+            if found.len() == limit {
+                break;
+            }
+            if self.verdict(&selected.tool) != Verdict::Trusted {
+                held_back += 1;
+                continue;
+            }
+            let runnable = snap
+                .contains(&crate::HANDLERS, &selected.key)
+                .unwrap_or(false);
+            found.push(json!({
+                "name": &*selected.key,
+                "server": selected.tool.source,
+                "description": selected.tool.description,
+                "inputSchema": selected.tool.input_schema.to_value(),
+                "score": selected.score,
+                "why": selected.reasons,
+                "runnable": runnable,
+            }));
+        }
+        let skills: Vec<&str> = selection.skills.iter().map(|s| &*s.name).collect();
+        let mut answer = json!({
+            "query": query,
+            "tools": found,
+            "skills": skills,
+            "how_to_call": "call_tool with {\"name\": <name>, \"arguments\": {...}}",
+        });
+        if held_back > 0 {
+            answer["quarantined"] = json!(format!(
+                "{held_back} matching tool(s) held back: their definitions changed since approved"
+            ));
+        }
+        if found.is_empty() {
+            answer["note"] = json!("no tool matched; try other words, or fewer");
+        }
+        Ok(CallToolResult::structured(answer))
+    }
+
+    /// Runs the tool `key` with `args` through the executor; cancelled if the client cancels.
+    async fn run(
+        &self,
+        name: &str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let snap = self.shared.store.snapshot();
+        let export = ToolExport::for_snapshot(&snap)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let Some(key) = resolve(&snap, &export, name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`: use search_tools to find tools by what they do"),
+                None,
+            ));
+        };
+        let tool = snap
+            .get(&TOOLS, &key)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{name}`"), None))?;
+        if let Verdict::Quarantined(reason) = self.verdict(tool) {
+            let why = match reason {
+                QuarantineReason::Changed => {
+                    "its description or schema changed since it was approved"
+                }
+                QuarantineReason::New => "it is new on its server and new tools wait for approval",
+            };
+            return Ok(error_result(format!(
+                "tool `{key}` is quarantined: {why}. A person can approve it with `{} {key}`.",
+                self.shared.options.approve_hint
+            )));
+        }
+        let call = ToolCall::new(context.id.to_string(), key.as_str(), args);
+        let outcome = tokio::select! {
+            outcome = self.shared.executor.execute(call, &[]) => outcome,
+            // Dropping the call cancels it upstream too (notifications/cancelled).
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+        };
+        match outcome {
+            Ok(output) => Ok(as_result(output.output)),
+            // A tool-execution error, not a protocol one, so that the model reads it and can
+            // correct its arguments (as MCP asks for input validation errors).
+            Err(ExecError::InvalidArguments { tool, reason }) => Ok(error_result(format!(
+                "invalid arguments for `{tool}`: {reason}"
+            ))),
+            Err(ExecError::NoHandler { tool }) => Ok(error_result(format!(
+                "`{tool}` comes from a catalog and has no handler here: it is listed for \
+                 discovery, not runnable through this gateway"
+            ))),
+            Err(ExecError::Handler { error, .. }) => Ok(match error.downcast_ref::<CallError>() {
+                Some(CallError::Tool { server, result, .. }) => {
+                    // The server's own error result, with a first line naming it.
+                    let mut result = as_result(result.clone());
+                    result.content.insert(
+                        0,
+                        ContentBlock::text(format!("MCP server `{server}` reported an error:")),
+                    );
+                    result.is_error = Some(true);
+                    result
+                }
+                _ => error_result(error.message),
+            }),
+            Err(other) => Ok(error_result(other.to_string())),
+        }
+    }
+}
+
+/// A tool's key from a qualified or exported name.
+fn resolve(snap: &Snapshot, export: &ToolExport, name: &str) -> Option<String> {
+    if snap.contains(&TOOLS, name).unwrap_or(false) {
+        return Some(name.to_string());
+    }
+    export.resolve(name).map(str::to_string)
+}
+
+/// An upstream result (`{"content": ..., "structuredContent": ...}`) as it was, or any other
+/// output as JSON text.
+fn as_result(output: Value) -> CallToolResult {
+    if output.get("content").is_some_and(Value::is_array)
+        && let Ok(result) = serde_json::from_value::<CallToolResult>(output.clone())
+    {
+        return result;
+    }
+    CallToolResult::success(vec![ContentBlock::text(output.to_string())])
+}
+
+fn error_result(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+fn object(schema: Value) -> Arc<Map<String, Value>> {
+    match schema {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn listed_tool(name: &str, tool: &Tool) -> rmcp::model::Tool {
+    rmcp::model::Tool::new(
+        name.to_string(),
+        tool.description.clone(),
+        object(tool.input_schema.to_value()),
+    )
+}
+
+fn search_tool(snap: &Snapshot) -> rmcp::model::Tool {
+    let count = snap.count(&TOOLS).unwrap_or(0);
+    rmcp::model::Tool::new(
+        SEARCH,
+        format!(
+            "Find the right tool among the {count} tools of the connected MCP servers. Describe \
+             the task in plain words; the answer lists the best-matching tools with their \
+             names, descriptions and input schemas (and the skills they belong to). Then run \
+             one with call_tool."
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in plain words"},
+                "limit": {"type": "integer", "minimum": 1, "description": "At most this many tools"}
+            },
+            "required": ["query"]
+        })),
+    )
+}
+
+fn call_tool() -> rmcp::model::Tool {
+    rmcp::model::Tool::new(
+        CALL,
+        "Run a tool found with search_tools, by its name (`server/tool`), with arguments that \
+         follow its input schema. Returns the tool's own result.",
+        object(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The tool's name as search_tools gave it"},
+                "arguments": {"type": "object", "description": "The tool's arguments"}
+            },
+            "required": ["name"]
+        })),
+    )
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("capstore", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(match self.shared.options.mode {
+            Mode::Search => "capstore gateway: many tools behind two. Call search_tools with \
+                             what you want to do, then call_tool with the name it returns."
+                .into(),
+            Mode::All => "capstore gateway: the tools of several MCP servers, forwarded.".into(),
+        });
+        info
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.peers.lock().push(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.listed()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let search_mode = self.shared.options.mode == Mode::Search;
+        let result = match &*request.name {
+            SEARCH if search_mode => self.search(&args)?,
+            CALL if search_mode => {
+                let name = args.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    ErrorData::invalid_params("call_tool needs a `name` string", None)
+                })?;
+                let arguments = match args.get("arguments") {
+                    None | Some(Value::Null) => Value::Object(Map::new()),
+                    Some(value @ Value::Object(_)) => value.clone(),
+                    Some(_) => {
+                        return Err(ErrorData::invalid_params(
+                            "call_tool's `arguments` must be an object",
+                            None,
+                        ));
+                    }
+                };
+                self.run(name, arguments, &context).await?
+            }
+            name => {
+                // All mode's tools, and pinned ones in search mode, by exported name.
+                if search_mode && !self.is_pinned(name) {
+                    return Err(ErrorData::invalid_params(
+                        format!("unknown tool `{name}`: use search_tools, then call_tool"),
+                        None,
+                    ));
+                }
+                self.run(name, Value::Object(args), &context).await?
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+impl Gateway {
+    fn is_pinned(&self, name: &str) -> bool {
+        let snap = self.shared.store.snapshot();
+        let Ok(export) = ToolExport::for_snapshot(&snap) else {
+            return false;
+        };
+        let key = resolve(&snap, &export, name);
+        self.shared
+            .options
+            .pinned
+            .iter()
+            .any(|pinned| key.is_some() && resolve(&snap, &export, pinned) == key)
+    }
+}

@@ -1,0 +1,250 @@
+//! `capstore serve`: the MCP gateway, driven by the official MCP Python SDK (a client nobody on
+//! this project wrote), and by raw JSON-RPC lines for what a well-behaved SDK never sends.
+#![cfg(feature = "cli")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn installed(path: &str) -> PathBuf {
+    let full = root().join(".test-deps").join(path);
+    assert!(
+        full.exists(),
+        "{} is missing: run `bash scripts/test-deps.sh` (the README's test command does)",
+        full.display()
+    );
+    full
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capstore-gw-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+/// The Python SDK's client against `capstore serve` over stdio, with filesystem and time from
+/// the registries and a server that crashes, hangs and rewrites a tool's description.
+#[test]
+fn the_official_python_client_uses_the_gateway() {
+    let work = scratch("python");
+    let out = Command::new(installed("venv/bin/python"))
+        .arg(root().join("tests/gateway/client.py"))
+        .arg(env!("CARGO_BIN_EXE_capstore"))
+        .arg(&work)
+        .current_dir(root())
+        .output()
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("gateway: 25 passed, 0 failed"),
+        "{stdout}\n{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A gateway process spoken to in raw JSON-RPC lines.
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Raw {
+    fn start(config: &Path, extra: &[&str]) -> Raw {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
+            .arg("serve")
+            .arg("--mcp-config")
+            .arg(config)
+            .args(extra)
+            .current_dir(root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("capstore serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout holds only JSON-RPC: {line:?}: {e}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+        };
+        raw.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        );
+        let init = raw.reply(0);
+        assert_eq!(init["result"]["serverInfo"]["name"], "capstore", "{init}");
+        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The next message with `id`, skipping notifications and other replies.
+    fn reply(&self, id: i64) -> Value {
+        self.wait(|m| m["id"] == id)
+    }
+
+    fn wait(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the gateway answers within 30 s");
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.reply(id)
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fault_config(dir: &Path) -> PathBuf {
+    let config = dir.join("mcp.json");
+    let script = root().join("tests/fixtures/mcp/servers/fault_server.py");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "f": {"command": "python3", "args": [script, "ok"]},
+            "time": {"command": installed("venv/bin/mcp-server-time")}
+        }})
+        .to_string(),
+    )
+    .expect("config");
+    config
+}
+
+/// Malformed requests get JSON-RPC errors, and the gateway goes on serving.
+#[test]
+fn malformed_requests_are_answered_and_the_gateway_keeps_serving() {
+    let dir = scratch("raw");
+    let mut raw = Raw::start(&fault_config(&dir), &[]);
+    // Not JSON at all: nothing to answer (no id), nothing breaks.
+    raw.send_line("this is not json {");
+    // tools/call without a name.
+    let reply = raw.request(1, "tools/call", json!({"arguments": {}}));
+    assert!(reply["error"]["code"].is_i64(), "{reply}");
+    // A method nobody serves.
+    let reply = raw.request(2, "tools/fly", json!({}));
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    // call_tool with arguments that are not an object.
+    let reply = raw.request(
+        3,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "f/echo", "arguments": [1]}}),
+    );
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    // A tool the client may not call directly in search mode.
+    let reply = raw.request(4, "tools/call", json!({"name": "f/echo", "arguments": {}}));
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("search_tools"),
+        "{reply}"
+    );
+    // Still serving.
+    let reply = raw.request(
+        5,
+        "tools/call",
+        json!({"name": "call_tool",
+        "arguments": {"name": "f/echo", "arguments": {"message": "still here"}}}),
+    );
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "still here",
+        "{reply}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--mode all`: every upstream tool under its exported name, and list changes passed on.
+#[test]
+fn all_mode_lists_every_tool_and_passes_list_changes_on() {
+    let dir = scratch("all");
+    let mut raw = Raw::start(&fault_config(&dir), &["--mode", "all", "--no-quarantine"]);
+    let listed = raw.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names.len(), 11, "{names:?}");
+    for name in [
+        "echo",
+        "user-profile_update",
+        "admin_tools_list",
+        "get_current_time",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(names.iter().all(|n| capstore::tools::is_provider_safe(n)));
+    // Called by its exported name, forwarded to its server.
+    let reply = raw.request(
+        2,
+        "tools/call",
+        json!({"name": "user-profile_update", "arguments": {}}),
+    );
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "profile updated",
+        "{reply}"
+    );
+    // The server adds a tool: the client is told, and the new tool is listed.
+    raw.request(
+        3,
+        "tools/call",
+        json!({"name": "grow", "arguments": {"name": "brand_new"}}),
+    );
+    raw.wait(|m| m["method"] == "notifications/tools/list_changed");
+    let listed = raw.request(4, "tools/list", json!({}));
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["name"] == "brand_new"),
+        "{listed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
