@@ -12,9 +12,17 @@
 //! [`bm25`]: the tokenizer, scoring with explanations, and the index kept inside snapshots.
 //! [`tools`], [`skills`], [`hooks`]: the built-in records and their rules.
 //! [`context`]: the per-turn selection. [`catalog`]: catalog files and the bundled catalog.
-//! [`mcp`]: MCP `tools/list` import. [`provider`]: OpenAI and Anthropic tool shapes.
+//! [`mcp`]: MCP `tools/list` import, `mcpServers` configurations, and (feature `mcp-live`)
+//! live servers. `gateway` (feature `gateway`): `capstore serve`, an MCP server in front of
+//! others. [`provider`]: OpenAI and Anthropic tool shapes.
 //! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus, a minimal loop.
 //! [`eval`]: selection-quality metrics.
+//!
+//! ## Features
+//! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
+//! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and
+//! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). With
+//! `default-features = false` the library is the store, BM25, selection and execution only.
 
 pub mod agent;
 pub mod bm25;

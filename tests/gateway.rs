@@ -248,3 +248,55 @@ fn all_mode_lists_every_tool_and_passes_list_changes_on() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A catalog served beside the live servers: its tools are found, marked not runnable, and a
+/// call says why instead of failing obscurely.
+#[test]
+fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
+    let dir = scratch("catalog");
+    let mut raw = Raw::start(&fault_config(&dir), &["--bundled"]);
+    let reply = raw.request(
+        1,
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "weather forecast for Oslo tomorrow", "limit": 3}}),
+    );
+    let found = &reply["result"]["structuredContent"]["tools"];
+    let first = &found[0];
+    assert!(
+        first["name"].as_str().unwrap_or("").starts_with("weather/"),
+        "{reply}"
+    );
+    assert_eq!(first["runnable"], false, "{first}");
+    assert!(found.as_array().expect("tools").len() <= 3);
+    let name = first["name"].as_str().expect("name");
+    let reply = raw.request(
+        2,
+        "tools/call",
+        json!({"name": "call_tool",
+        "arguments": {"name": name, "arguments": {"location": "Oslo"}}}),
+    );
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no handler here"),
+        "{reply}"
+    );
+    // The live servers' tools are runnable beside them.
+    let reply = raw.request(
+        3,
+        "tools/call",
+        json!({"name": "search_tools",
+        "arguments": {"query": "echo a message back"}}),
+    );
+    let echo = reply["result"]["structuredContent"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "f/echo")
+        .cloned()
+        .unwrap_or_else(|| panic!("f/echo in {reply}"));
+    assert_eq!(echo["runnable"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -264,6 +264,11 @@ impl Gateway {
         let mut policy = self.shared.options.policy.clone();
         // Room for the quarantined ones the answer leaves out.
         policy.max_tools = limit * 2;
+        // An answer to the query only: pinned tools are offered in the tool list itself
+        // (`--pin`), and a query that matches nothing gets nothing.
+        policy.pinned_tools.clear();
+        policy.pinned_skills.clear();
+        policy.on_no_match = crate::context::NoMatch::PinnedOnly;
         let internal = |e: &dyn std::fmt::Display| ErrorData::internal_error(e.to_string(), None);
         let selection = ContextBuilder::with_policy(policy)
             .map_err(|e| internal(&e))?
