@@ -90,6 +90,27 @@ impl SourceArgs {
     }
 }
 
+/// The source flags and the plain words of a command that takes no other flag (`explain`,
+/// `call`).
+pub(crate) fn sources_and_words<'a>(
+    command: &str,
+    args: &'a [String],
+) -> Result<(SourceArgs, Vec<&'a str>), String> {
+    let mut sources = SourceArgs::default();
+    let mut words = Vec::new();
+    let mut it = Args::new(args);
+    while let Some(arg) = it.next() {
+        if sources.accept(arg, &mut it)? {
+            continue;
+        }
+        if arg.starts_with("--") {
+            return Err(unknown(command, arg));
+        }
+        words.push(arg);
+    }
+    Ok((sources, words))
+}
+
 /// Rejects a flag no command knows.
 pub(crate) fn unknown(command: &str, flag: &str) -> String {
     format!("{command}: unknown flag `{flag}` (try `capstore --help`)")

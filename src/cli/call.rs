@@ -3,7 +3,7 @@
 use capstore::{Executor, ToolCall, UnselectedCallPolicy};
 use serde_json::Value;
 
-use super::args::{Args, SourceArgs, unknown};
+use super::args::sources_and_words;
 use super::source;
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -11,18 +11,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         super::push_output(super::HELP.to_string());
         return Ok(());
     }
-    let mut sources = SourceArgs::default();
-    let mut words = Vec::new();
-    let mut it = Args::new(args);
-    while let Some(arg) = it.next() {
-        if sources.accept(arg, &mut it)? {
-            continue;
-        }
-        if arg.starts_with("--") {
-            return Err(unknown("call", arg));
-        }
-        words.push(arg);
-    }
+    let (sources, words) = sources_and_words("call", args)?;
     let (tool, arguments) = match words.as_slice() {
         [tool] => (*tool, Value::Object(Default::default())),
         [tool, json] => (

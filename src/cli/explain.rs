@@ -4,7 +4,7 @@ use capstore::TOOLS;
 use capstore::context::{ContextBuilder, Turn};
 use capstore::provider::ToolExport;
 
-use super::args::{Args, SourceArgs, unknown};
+use super::args::sources_and_words;
 use super::select::{describe, describe_drop};
 use super::source;
 
@@ -13,18 +13,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         super::push_output(super::HELP.to_string());
         return Ok(());
     }
-    let mut sources = SourceArgs::default();
-    let mut words = Vec::new();
-    let mut it = Args::new(args);
-    while let Some(arg) = it.next() {
-        if sources.accept(arg, &mut it)? {
-            continue;
-        }
-        if arg.starts_with("--") {
-            return Err(unknown("explain", arg));
-        }
-        words.push(arg);
-    }
+    let (sources, words) = sources_and_words("explain", args)?;
     let (tool, message) = match words.split_first() {
         Some((tool, rest)) if !rest.is_empty() => (*tool, rest.join(" ")),
         _ => return Err("explain: usage: capstore explain TOOL \"MESSAGE\"".into()),

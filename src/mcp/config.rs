@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::parse::kind;
 use super::server::check_server;
 
 /// A set of MCP servers, as an `mcpServers` configuration file names them.
@@ -466,18 +467,6 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             field,
             reason,
         }
-    }
-}
-
-/// A JSON value's kind, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

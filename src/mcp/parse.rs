@@ -17,7 +17,7 @@ pub(super) fn parse_json(text: &str) -> Result<Value, McpError> {
 }
 
 /// What a JSON value is, for messages.
-fn kind(value: &Value) -> &'static str {
+pub(super) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
