@@ -300,3 +300,53 @@ fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
     assert_eq!(echo["runnable"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--hold-new-tools`: every tool of a server seen for the first time is trusted together; a
+/// tool the server adds later waits for approval.
+#[test]
+fn held_new_tools_wait_for_approval() {
+    let dir = scratch("hold");
+    let config = fault_config(&dir);
+    let mut raw = Raw::start(&config, &["--hold-new-tools"]);
+    let call = |name: &str, arguments: Value| json!({"name": "call_tool", "arguments": {"name": name, "arguments": arguments}});
+    let reply = raw.request(1, "tools/call", call("f/echo", json!({"message": "first"})));
+    assert_eq!(reply["result"]["content"][0]["text"], "first", "{reply}");
+    let reply = raw.request(
+        2,
+        "tools/call",
+        call("time/get_current_time", json!({"timezone": "UTC"})),
+    );
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    raw.request(
+        3,
+        "tools/call",
+        call("f/grow", json!({"name": "late_tool"})),
+    );
+    // The new tool is imported (the store has it) but held back.
+    let mut id = 4;
+    let held = loop {
+        let reply = raw.request(id, "tools/call", call("f/late_tool", json!({})));
+        id += 1;
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if text.contains("quarantined") {
+            break text;
+        }
+        assert!(id < 200, "never quarantined: {reply}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(held.contains("new on its server"), "{held}");
+    let listed = Command::new(env!("CARGO_BIN_EXE_capstore"))
+        .args(["approve", "--mcp-config"])
+        .arg(&config)
+        .output()
+        .expect("approve runs");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("f/late_tool") && listed.contains("new tool"),
+        "{listed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -206,51 +206,54 @@ impl Quarantine {
     }
 
     /// Whether `tool` (an upstream tool: it has a source, its server) may be offered and run,
-    /// recording what is seen for the first time.
+    /// recording what is seen for the first time. See [`check_all`](Self::check_all).
     pub fn check(&self, tool: &Tool) -> Result<Verdict, QuarantineError> {
-        let Some(server) = tool.source.as_deref() else {
-            return Ok(Verdict::Trusted);
-        };
-        let seen = fingerprint(tool);
+        let mut verdicts = self.check_all([tool])?;
+        Ok(verdicts.pop().unwrap_or(Verdict::Trusted))
+    }
+
+    /// [`check`](Self::check) for many tools at once: one read and at most one write of the
+    /// file. A server is "seen for the first time" when it was unknown before this call, so
+    /// checking all of a new server's tools in one call trusts them all, even with
+    /// `hold_new_tools`.
+    ///
+    /// ```
+    /// use capstore::{Tool, gateway::{Quarantine, Verdict}};
+    /// let dir = std::env::temp_dir().join(format!("capstore-q-all-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let q = Quarantine::open(dir.join("q.json"), true);
+    /// let (a, b) = (Tool::new("a", "").with_source("s"), Tool::new("b", "").with_source("s"));
+    /// assert_eq!(q.check_all([&a, &b])?, [Verdict::Trusted, Verdict::Trusted]);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_all<'t>(
+        &self,
+        tools: impl IntoIterator<Item = &'t Tool>,
+    ) -> Result<Vec<Verdict>, QuarantineError> {
+        let seen: Vec<(&Tool, Option<String>)> = tools
+            .into_iter()
+            .map(|tool| (tool, tool.source.as_ref().map(|_| fingerprint(tool))))
+            .collect();
         let hold_new = self.hold_new_tools;
         self.with_state(|state| {
-            let first_time = !state.servers.contains_key(server);
-            let tools = state.servers.entry(server.to_string()).or_default();
-            match tools.get_mut(&tool.name) {
-                None => {
-                    let held = hold_new && !first_time;
-                    let record = if held {
-                        ToolRecord {
-                            trusted: None,
-                            pending: Some(seen),
-                            reason: Some(QuarantineReason::New),
-                        }
-                    } else {
-                        ToolRecord {
-                            trusted: Some(seen),
-                            pending: None,
-                            reason: None,
-                        }
+            let known: std::collections::BTreeSet<String> = state.servers.keys().cloned().collect();
+            let mut changed = false;
+            let verdicts = seen
+                .into_iter()
+                .map(|(tool, fingerprint)| {
+                    let (Some(server), Some(fingerprint)) = (tool.source.as_deref(), fingerprint)
+                    else {
+                        return Verdict::Trusted;
                     };
-                    tools.insert(tool.name.clone(), record);
-                    let verdict = if held {
-                        Verdict::Quarantined(QuarantineReason::New)
-                    } else {
-                        Verdict::Trusted
-                    };
-                    (verdict, true)
-                }
-                Some(record) if record.trusted.as_deref() == Some(seen.as_str()) => {
-                    (Verdict::Trusted, false)
-                }
-                Some(record) => {
-                    let reason = record.reason.unwrap_or(QuarantineReason::Changed);
-                    let changed = record.pending.as_deref() != Some(seen.as_str());
-                    record.pending = Some(seen);
-                    record.reason = Some(reason);
-                    (Verdict::Quarantined(reason), changed)
-                }
-            }
+                    let held_if_new = hold_new && known.contains(server);
+                    let records = state.servers.entry(server.to_string()).or_default();
+                    let (verdict, wrote) = judge(records, &tool.name, fingerprint, held_if_new);
+                    changed |= wrote;
+                    verdict
+                })
+                .collect();
+            (verdicts, changed)
         })
     }
 
@@ -293,6 +296,45 @@ impl Quarantine {
                 .collect();
             (pending, false)
         })
+    }
+}
+
+/// One tool's verdict against its server's records, updating them; `true` when they changed.
+fn judge(
+    records: &mut BTreeMap<String, ToolRecord>,
+    name: &str,
+    seen: String,
+    held_if_new: bool,
+) -> (Verdict, bool) {
+    match records.get_mut(name) {
+        None if held_if_new => {
+            let record = ToolRecord {
+                trusted: None,
+                pending: Some(seen),
+                reason: Some(QuarantineReason::New),
+            };
+            records.insert(name.to_string(), record);
+            (Verdict::Quarantined(QuarantineReason::New), true)
+        }
+        None => {
+            let record = ToolRecord {
+                trusted: Some(seen),
+                pending: None,
+                reason: None,
+            };
+            records.insert(name.to_string(), record);
+            (Verdict::Trusted, true)
+        }
+        Some(record) if record.trusted.as_deref() == Some(seen.as_str()) => {
+            (Verdict::Trusted, false)
+        }
+        Some(record) => {
+            let reason = record.reason.unwrap_or(QuarantineReason::Changed);
+            let changed = record.pending.as_deref() != Some(seen.as_str());
+            record.pending = Some(seen);
+            record.reason = Some(reason);
+            (Verdict::Quarantined(reason), changed)
+        }
     }
 }
 

@@ -106,7 +106,7 @@ impl Gateway {
     /// # drop(gateway);
     /// ```
     pub fn new(store: Store, quarantine: Option<Quarantine>, options: GatewayOptions) -> Self {
-        Gateway {
+        let gateway = Gateway {
             shared: Arc::new(Shared {
                 executor: Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow),
                 store,
@@ -114,20 +114,24 @@ impl Gateway {
                 options,
                 peers: Mutex::new(Vec::new()),
             }),
-        }
+        };
+        gateway.review();
+        gateway
     }
 
-    /// Passes the hub's tool-list changes on to every connected client as
-    /// `notifications/tools/list_changed` (the tool list only changes in all mode, but a
-    /// client may re-search in either). Runs until the hub stops.
+    /// Follows the hub's tool-list changes: records them in the quarantine at once, and passes
+    /// them on to every connected client as `notifications/tools/list_changed` (the tool list
+    /// only changes in all mode, but a client may re-search in either). Runs until the hub
+    /// stops.
     pub fn follow(&self, hub: &McpHub) -> tokio::task::JoinHandle<()> {
-        let shared = Arc::clone(&self.shared);
+        let gateway = self.clone();
         let mut events = hub.subscribe();
         tokio::spawn(async move {
             loop {
                 match events.recv().await {
                     Ok(LiveEvent::ToolsChanged { .. } | LiveEvent::Reconnected { .. }) => {
-                        let peers = shared.peers.lock().clone();
+                        gateway.review();
+                        let peers = gateway.shared.peers.lock().clone();
                         for peer in peers {
                             let _ = peer.notify_tool_list_changed().await;
                         }
@@ -220,10 +224,17 @@ impl Gateway {
                 .filter_map(|name| resolve(&snap, &export, name))
                 .collect(),
         };
-        for key in keys {
-            if let Ok(Some(tool)) = snap.get(&TOOLS, &key)
-                && self.verdict(tool) == Verdict::Trusted
-                && let Some(name) = export.export_name(&key)
+        let records: Vec<(String, &Tool)> = keys
+            .into_iter()
+            .filter_map(|key| {
+                let tool = snap.get(&TOOLS, &key).ok()??;
+                Some((key, tool))
+            })
+            .collect();
+        let verdicts = self.verdicts(records.iter().map(|(_, tool)| *tool));
+        for ((key, tool), verdict) in records.iter().zip(verdicts) {
+            if verdict == Verdict::Trusted
+                && let Some(name) = export.export_name(key)
             {
                 tools.push(listed_tool(name, tool));
             }
@@ -232,12 +243,28 @@ impl Gateway {
     }
 
     fn verdict(&self, tool: &Tool) -> Verdict {
+        self.verdicts([tool]).pop().unwrap_or(Verdict::Trusted)
+    }
+
+    /// The verdicts of many tools, in one look at the quarantine file.
+    fn verdicts<'t>(&self, tools: impl IntoIterator<Item = &'t Tool>) -> Vec<Verdict> {
+        let tools: Vec<&Tool> = tools.into_iter().collect();
         match &self.shared.quarantine {
             // A file that cannot be read or written holds everything back: fail closed.
-            Some(q) => q
-                .check(tool)
-                .unwrap_or(Verdict::Quarantined(QuarantineReason::Changed)),
-            None => Verdict::Trusted,
+            Some(q) => q.check_all(tools.iter().copied()).unwrap_or_else(|_| {
+                vec![Verdict::Quarantined(QuarantineReason::Changed); tools.len()]
+            }),
+            None => vec![Verdict::Trusted; tools.len()],
+        }
+    }
+
+    /// Checks every tool of the store at once, so that a server seen for the first time has
+    /// all its tools trusted together (see [`Quarantine::check_all`]) and changes are recorded
+    /// as soon as they are imported.
+    fn review(&self) {
+        let snap = self.shared.store.snapshot();
+        if let Ok(tools) = snap.iter(&TOOLS) {
+            self.verdicts(tools.map(|(_, tool)| tool));
         }
     }
 
@@ -274,13 +301,14 @@ impl Gateway {
             .map_err(|e| internal(&e))?
             .select(&snap, &Turn::new(query))
             .map_err(|e| internal(&e))?;
+        let verdicts = self.verdicts(selection.tools.iter().map(|s| &*s.tool));
         let mut held_back = 0;
         let mut found = Vec::new();
-        for selected in &selection.tools {
+        for (selected, verdict) in selection.tools.iter().zip(verdicts) {
             if found.len() == limit {
                 break;
             }
-            if self.verdict(&selected.tool) != Verdict::Trusted {
+            if verdict != Verdict::Trusted {
                 held_back += 1;
                 continue;
             }

@@ -28,7 +28,7 @@ use super::stderr::StderrTail;
 
 /// How long a stdio server that failed is given to finish writing to stderr, so that its last
 /// words make it into the error.
-const STDERR_SETTLE: Duration = Duration::from_millis(200);
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
 /// How long shutting down waits for a server to close before it is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
@@ -274,6 +274,7 @@ impl Task {
                     match end {
                         End::Shutdown => break,
                         End::Closed(reason) => {
+                            self.session.stderr.settle(STDERR_SETTLE).await;
                             let reason = match self.session.stderr.quote() {
                                 Some(tail) => format!("{reason}; its stderr ends with: {tail}"),
                                 None => reason,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStderr;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 
 /// How many lines are kept: enough for a stack trace's head, little memory.
 const KEPT_LINES: usize = 40;
@@ -18,17 +18,26 @@ const MAX_LINE: usize = 1_000;
 const QUOTED_LINES: usize = 5;
 
 /// A bounded tail of a server's stderr, filled by a reader task per process.
-#[derive(Default)]
 pub(crate) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
-    /// Notified when a reader reaches the end of its stream (the process closed stderr).
-    eof: Notify,
+    /// How many readers have not reached the end of their stream yet.
+    open: watch::Sender<usize>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        StderrTail {
+            lines: Mutex::default(),
+            open: watch::Sender::new(0),
+        }
+    }
 }
 
 impl StderrTail {
     /// Reads `pipe` to its end in a task, keeping the last lines.
     pub(crate) fn read(self: &Arc<Self>, mut pipe: ChildStderr) {
         let tail = Arc::clone(self);
+        self.open.send_modify(|open| *open += 1);
         tokio::spawn(async move {
             let mut chunk = [0u8; 4096];
             let mut line = Vec::new();
@@ -45,8 +54,7 @@ impl StderrTail {
             if !line.is_empty() {
                 tail.push(&line);
             }
-            // A permit if nobody waits yet: a later `settle` returns at once.
-            tail.eof.notify_one();
+            tail.open.send_modify(|open| *open -= 1);
         });
     }
 
@@ -62,10 +70,11 @@ impl StderrTail {
         lines.push_back(text);
     }
 
-    /// Waits (at most `limit`) for the reader to reach the end of the stream, so that the last
-    /// words of a process that just exited are in the tail.
+    /// Waits (at most `limit`) for the readers to reach the end of their streams, so that the
+    /// last words of a process that just exited are in the tail.
     pub(crate) async fn settle(&self, limit: Duration) {
-        let _ = tokio::time::timeout(limit, self.eof.notified()).await;
+        let mut open = self.open.subscribe();
+        let _ = tokio::time::timeout(limit, open.wait_for(|&n| n == 0)).await;
     }
 
     /// The last few lines, joined by ` | `, or `None` if the server wrote nothing.
