@@ -350,3 +350,53 @@ fn held_new_tools_wait_for_approval() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Calls run concurrently (a slow one does not hold up the next), and a client's
+/// `notifications/cancelled` reaches the upstream server.
+#[test]
+fn calls_are_concurrent_and_cancellation_reaches_upstream() {
+    let dir = scratch("cancel");
+    let log = dir.join("cancelled.log");
+    let config = dir.join("mcp.json");
+    let script = root().join("tests/fixtures/mcp/servers/fault_server.py");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"f": {"command": "python3", "args": [script, "ok"],
+                                     "env": {"FAULT_LOG": log}}}})
+        .to_string(),
+    )
+    .expect("config");
+    let mut raw = Raw::start(&config, &[]);
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "call_tool", "arguments": {"name": "f/slow", "arguments": {}}}}),
+    );
+    // While the slow call runs (30 s upstream), another one is answered.
+    let reply = raw.request(
+        8,
+        "tools/call",
+        json!({"name": "call_tool",
+        "arguments": {"name": "f/echo", "arguments": {"message": "meanwhile"}}}),
+    );
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "meanwhile",
+        "{reply}"
+    );
+    raw.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user pressed stop"}}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let seen = std::fs::read_to_string(&log).unwrap_or_default();
+        if seen.contains("cancelled") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "upstream saw no cancellation: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
