@@ -18,14 +18,85 @@
 //! 3. A final `-e` is dropped from words of 3+ letters, so that the stem of `create` meets those of
 //!    `created` and `creating` (`creat`).
 //!
+//! 4. Irregular forms the suffix rules cannot join: a short table maps the stem of an irregular
+//!    form to its word's stem, so that `flew`, `flown`, `flying` and `flights` meet `fly`,
+//!    `sent` meets `send` and `paid` meets `pay` ([`IRREGULAR`]). It holds the irregular verbs
+//!    and nouns that tool texts and requests use (flights and payments, not poetry); each target
+//!    is no longer than the form it replaces, so the rewrite is done in place.
+//!
 //! Every rule leaves at least two letters, so no token becomes empty. Stems need not be words;
 //! documents and queries go through the same rules, which is all BM25 needs.
+
+/// Stems of irregular forms and the stem of their word (rule 4 of the module docs): one entry
+/// a form, as the suffix rules leave it (`wrote` → `wrot`), each target no longer than its form
+/// and itself a stem the rules leave as it is.
+pub const IRREGULAR: &[(&str, &str)] = &[
+    ("bought", "buy"),
+    ("brought", "bring"),
+    ("built", "build"),
+    ("flew", "fly"),
+    ("flight", "fly"),
+    ("flown", "fly"),
+    ("found", "find"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("held", "hold"),
+    ("kept", "keep"),
+    ("paid", "pay"),
+    ("payment", "pay"),
+    ("ran", "run"),
+    ("sent", "send"),
+    ("sold", "sell"),
+    ("spent", "spend"),
+    ("taken", "tak"),
+    ("told", "tell"),
+    ("took", "tak"),
+    ("written", "writ"),
+    ("wrot", "writ"),
+];
+
+/// The stem `term` (a stem already) stands for, if it is an irregular form ([`IRREGULAR`]).
+#[inline]
+fn irregular(term: &[u8]) -> Option<&'static str> {
+    // Most terms are not 3 to 7 letters starting with one of these: one test for them.
+    let first = *term.first()?;
+    if !(3..=7).contains(&term.len())
+        || !matches!(
+            first,
+            b'b' | b'f' | b'g' | b'h' | b'k' | b'p' | b'r' | b's' | b't' | b'w'
+        )
+    {
+        return None;
+    }
+    IRREGULAR
+        .binary_search_by(|(form, _)| form.as_bytes().cmp(term))
+        .ok()
+        .and_then(|i| IRREGULAR.get(i))
+        .map(|(_, stem)| *stem)
+}
+
+/// The stemmed term `out[..len]` with an irregular form replaced in place; its new length.
+#[inline]
+pub(crate) fn replace_irregular(out: &mut [u8], len: usize) -> usize {
+    let Some(stem) = out.get(..len).and_then(irregular) else {
+        return len;
+    };
+    match out.get_mut(..stem.len()) {
+        Some(to) => {
+            to.copy_from_slice(stem.as_bytes());
+            stem.len()
+        }
+        None => len,
+    }
+}
 
 /// The light stem of `word` (see the module docs for the rules).
 ///
 /// ```
 /// use capstore::bm25::stem::stem;
 ///
+/// assert_eq!(stem("flying"), "fly");
+/// assert_eq!(stem("flights"), "fly");
 /// assert_eq!(stem("files"), "fil");
 /// assert_eq!(stem("file"), "fil");
 /// assert_eq!(stem("queries"), "query");
@@ -48,17 +119,19 @@ pub(crate) fn stem_in_place(word: &mut String) {
 /// one shared buffer and stems it there.
 #[inline]
 pub(crate) fn stem_tail(text: &mut String, from: usize) {
-    // `stem_cut`'s first test, where the tokenizer's loop can see it: most terms stop here.
-    if !text.as_bytes().last().is_some_and(|&b| may_cut_after(b)) {
-        return;
+    // `stem_cut`'s first test, where the tokenizer's loop can see it: most terms are not cut.
+    if text.as_bytes().last().is_some_and(|&b| may_cut_after(b)) {
+        if let Some(word) = text.as_bytes().get(from..) {
+            let (keep, add_y) = stem_cut(word);
+            text.truncate(from + keep);
+            if add_y {
+                text.push('y');
+            }
+        }
     }
-    let Some(word) = text.as_bytes().get(from..) else {
-        return;
-    };
-    let (keep, add_y) = stem_cut(word);
-    text.truncate(from + keep);
-    if add_y {
-        text.push('y');
+    if let Some(stem) = text.as_bytes().get(from..).and_then(irregular) {
+        text.truncate(from);
+        text.push_str(stem);
     }
 }
 
@@ -208,7 +281,7 @@ fn is_vowel(b: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::stem;
+    use super::{IRREGULAR, irregular, stem, stem_cut};
 
     #[test]
     fn the_word_wide_stemmer_cuts_as_stem_cut_does() {
@@ -320,7 +393,13 @@ mod tests {
                     word.pop();
                 }
             }
-            word
+            match crate::bm25::stem::IRREGULAR
+                .iter()
+                .find(|(form, _)| *form == word)
+            {
+                Some((_, stem)) => stem.to_string(),
+                None => word,
+            }
         }
     }
 
@@ -371,6 +450,37 @@ mod tests {
         same_stem(&["add", "adds", "added", "adding"]);
         same_stem(&["box", "boxes"]);
         same_stem(&["query", "queries"]);
+    }
+
+    #[test]
+    fn irregular_forms_meet_their_words() {
+        same_stem(&[
+            "fly", "flies", "flying", "flew", "flown", "flight", "flights",
+        ]);
+        same_stem(&["send", "sends", "sending", "sent"]);
+        same_stem(&["pay", "pays", "paying", "paid", "payment", "payments"]);
+        same_stem(&["write", "writes", "writing", "wrote", "written"]);
+        same_stem(&["take", "takes", "taking", "took", "taken"]);
+        same_stem(&["get", "gets", "getting", "got", "gotten"]);
+        assert_eq!(stem("Flew"), "Flew", "only lower-case words, as every rule");
+    }
+
+    #[test]
+    fn the_irregular_table_is_sorted_and_rewrites_in_place() {
+        assert!(
+            IRREGULAR.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted, no repeats"
+        );
+        for (form, target) in IRREGULAR {
+            assert!(target.len() <= form.len(), "{form} -> {target}");
+            assert_eq!(
+                stem_cut(form.as_bytes()),
+                (form.len(), false),
+                "{form} is a stem"
+            );
+            assert_eq!(stem(target), *target, "{target} is a fixed point");
+            assert!(irregular(form.as_bytes()).is_some(), "{form} is found");
+        }
     }
 
     #[test]

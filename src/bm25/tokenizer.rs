@@ -6,7 +6,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::ascii_words::ascii_words;
 use super::identifier::{ascii_identifier_parts, split_ascii_identifier, split_identifier};
-use super::stem::{stem_cut, stem_cut_word, stem_tail};
+use super::stem::{replace_irregular, stem_cut, stem_cut_word, stem_tail};
 use super::stop_words::{is_stop_word, is_stop_word_ascii_alphanumeric, is_stop_word_lower_word};
 
 /// The stack buffer of the ASCII path: terms gather here and reach the caller's buffer in one
@@ -242,7 +242,8 @@ impl Tokenizer {
         if !self.config.stemming {
             return out.len();
         }
-        apply_cut(out, stem_cut(out))
+        let len = apply_cut(out, stem_cut(out));
+        replace_irregular(out, len)
     }
 
     /// [`Self::stem_buffered`] of the `len`-byte term (at most 8) held in `word` and written at
@@ -252,7 +253,8 @@ impl Tokenizer {
         if !self.config.stemming {
             return len;
         }
-        apply_cut(out, stem_cut_word(word, len))
+        let len = apply_cut(out, stem_cut_word(word, len));
+        replace_irregular(out, len)
     }
 
     /// Calls `part` with each identifier part (or each word, when identifiers are not split)
