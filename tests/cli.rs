@@ -211,7 +211,7 @@ fn max_tools_limits_the_table_and_explain_prints_term_contributions() {
     let (plain, _) = ok(&["select", FLIGHT, "--max-tools", &n]);
     assert_eq!(table_tools(&plain), keys(&selection));
     assert!(
-        plain.contains(&format!("over max_tools {limit}")),
+        plain.contains(&format!("over the turn's {limit} tools")),
         "{plain}"
     );
 
@@ -800,6 +800,94 @@ fn mcp_config_errors_name_the_server_and_field() {
     let error = fails(&["select", "hi", "--mcp-config", "no/such.json"]);
     assert!(
         error.starts_with("capstore: --mcp-config: cannot read no/such.json"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `eval --conversations` runs scripted conversations over the bundled catalog, prints the
+/// multi-turn figures and writes each turn; a bad file or an unknown tool is a clear error.
+#[test]
+fn eval_runs_conversations_over_the_bundled_catalog() {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-conv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let turns = dir.join("turns.jsonl");
+    let (out, _) = ok(&[
+        "eval",
+        "--conversations",
+        "tests/fixtures/conversations/tiny.jsonl",
+        "--turns-out",
+        turns.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.starts_with("conversations: 2 (7 turns) from tests/fixtures/conversations/tiny.jsonl, over bundled catalog\n"),
+        "{out}"
+    );
+    for line in [
+        "recall of each turn's tools: ",
+        "prefix-stable follow-ups: ",
+        "re-packs per topic switch: ",
+        "tool definitions per turn: ",
+    ] {
+        assert!(out.contains(line), "{line} in {out}");
+    }
+    let written = std::fs::read_to_string(&turns).expect("turns written");
+    let rows: Vec<serde_json::Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(rows.len(), 7);
+    // The catalog's pinned tools lead every list, and a follow-up carries the list on.
+    let sent = |i: usize| rows[i]["sent"].as_array().expect("sent").clone();
+    assert_eq!(
+        sent(0)[..3],
+        [
+            json!("ask_user"),
+            json!("clock/now"),
+            json!("memory/recall")
+        ]
+    );
+    assert!(
+        sent(1).starts_with(&sent(0)),
+        "{:?} -> {:?}",
+        sent(0),
+        sent(1)
+    );
+    assert_eq!(rows[1]["prefix_stable"], json!(true));
+
+    let policy = r#"{"max_tools": 0}"#;
+    let (small, _) = ok(&[
+        "eval",
+        "--conversations",
+        "tests/fixtures/conversations/tiny.jsonl",
+        "--policy",
+        policy,
+    ]);
+    assert!(
+        small.contains("tool definitions per turn: 3.0 tools"),
+        "{small}"
+    );
+
+    let unknown = dir.join("unknown.jsonl");
+    std::fs::write(
+        &unknown,
+        r#"{"id": "x", "turns": [{"user": "hi", "gold": ["no/such_tool"]}]}"#,
+    )
+    .expect("write");
+    let error = fails(&["eval", "--conversations", unknown.to_str().expect("utf-8")]);
+    assert_eq!(
+        error,
+        "capstore: conversation \"x\", turn 1: no tool \"no/such_tool\" in the store"
+    );
+    let error = fails_early(&[
+        "eval",
+        "--conversations",
+        "x.jsonl",
+        "--policy",
+        "{\"max_tols\": 3}",
+    ]);
+    assert!(
+        error.contains("--policy: unknown field `max_tols`"),
         "{error}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -484,6 +484,7 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
     let select = |max_tools| {
         ContextBuilder::with_policy(SelectionPolicy {
             max_tools,
+            max_turn_tools: max_tools,
             ..SelectionPolicy::default()
         })
         .expect("policy")

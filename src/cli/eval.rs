@@ -3,12 +3,24 @@
 
 use std::io::Write;
 
-use super::args::{Args, number};
-use capstore::eval::{EvalConfig, EvalReport, load_queries, load_tools, run as run_eval};
+use super::args::{Args, SourceArgs, number};
+use capstore::context::{ContextBuilder, SelectionPolicy};
+use capstore::eval::{
+    ConversationReport, EvalConfig, EvalReport, load_conversations, load_queries, load_tools,
+    run as run_eval, run_conversations,
+};
 
 const HELP: &str = "\
 USAGE:
     capstore eval --tools FILE --queries FILE [OPTIONS]
+    capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
+
+CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
+    --conversations FILE      scripted conversations, one JSON object a line; tools from the
+                              bundled catalog unless --catalog / --mcp / --mcp-config is given
+    --policy JSON             selection policy fields over the default, e.g. '{\"max_tools\": 12}'
+                              (the catalog's pinned tools are added)
+    --turns-out FILE          write each turn ({conversation, turn, sent, missed, tokens, ...}) a line
 
 EVAL OPTIONS:
     --tools FILE              tools, one JSON object a line (id, name, description, parameters, tags)
@@ -93,6 +105,9 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
 }
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--conversations") {
+        return run_conversation_eval(args);
+    }
     let Some(args) = parse_eval(args)? else {
         super::push_output(HELP.to_string());
         return Ok(());
@@ -170,5 +185,93 @@ fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
         m.ndcg_10,
         m.mrr_10,
         m.complete_10
+    );
+}
+
+/// `capstore eval --conversations FILE`: the multi-turn figures of the library's
+/// `run_conversations` over the command's tool source.
+fn run_conversation_eval(args: &[String]) -> Result<(), String> {
+    let mut sources = SourceArgs::default();
+    let mut file = None;
+    let mut policy = SelectionPolicy::default();
+    let mut turns_out = None;
+    let mut it = Args::new(args);
+    while let Some(flag) = it.next() {
+        if sources.accept(flag, &mut it)? {
+            continue;
+        }
+        match flag {
+            "--conversations" => file = Some(it.value(flag)?.to_owned()),
+            "--policy" => {
+                policy =
+                    serde_json::from_str(it.value(flag)?).map_err(|e| format!("--policy: {e}"))?;
+            }
+            "--turns-out" => turns_out = Some(it.value(flag)?.to_owned()),
+            other => return Err(super::args::unknown("eval --conversations", other)),
+        }
+    }
+    let file = file.ok_or("eval: --conversations FILE is required")?;
+    let conversations = load_conversations(&file).map_err(|e| e.to_string())?;
+    let loaded = super::source::load(&sources)?;
+    for pinned in &loaded.policy.pinned_tools {
+        if !policy.pinned_tools.contains(pinned) {
+            policy.pinned_tools.push(pinned.clone());
+        }
+    }
+    let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    let report = run_conversations(&loaded.store.snapshot(), &builder, &conversations)
+        .map_err(|e| e.to_string())?;
+    if let Some(path) = &turns_out {
+        write_turns(path, &report).map_err(|e| format!("{path}: {e}"))?;
+    }
+    print_conversations(&file, &loaded.label, &report);
+    Ok(())
+}
+
+fn write_turns(path: &str, report: &ConversationReport) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for t in &report.turns {
+        serde_json::to_writer(&mut out, t)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}
+
+fn print_conversations(file: &str, source: &str, report: &ConversationReport) {
+    let m = &report.metrics;
+    say!(
+        "conversations: {} ({} turns) from {file}, over {source}",
+        m.conversations,
+        m.turns
+    );
+    say!(
+        "recall of each turn's tools: {:.1}% (every tool sent: {:.1}% of turns)",
+        m.recall,
+        m.complete
+    );
+    say!(
+        "prefix-stable follow-ups: {:.1}% of {} within one topic, {:.1}% of all {}",
+        m.prefix_stable_same_topic,
+        m.same_topic_follow_ups,
+        m.prefix_stable,
+        m.follow_ups
+    );
+    say!(
+        "re-packs per topic switch: {:.2} on average, {} at most ({} switches; at most {} in any topic)",
+        m.repacks_per_switch,
+        m.max_repacks_after_switch,
+        m.topic_switches,
+        m.max_repacks_per_topic
+    );
+    say!(
+        "tool definitions per turn: {:.1} tools, {:.0} tokens; cached prefix {:.0} tokens a follow-up ({:.1}%)",
+        m.tools_per_turn,
+        m.tokens_per_turn,
+        m.cached_tokens_per_follow_up,
+        m.cached_share
+    );
+    say!(
+        "selection: {:.1} µs a turn",
+        report.select_time.as_secs_f64() * 1e6 / m.turns.max(1) as f64
     );
 }

@@ -78,7 +78,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let loaded = source::load(&args.source)?;
     let mut policy = loaded.policy.clone();
     if let Some(max) = args.max_tools {
+        // One message: the turn's own tools are the whole list.
         policy.max_tools = max;
+        policy.max_turn_tools = max;
     }
     policy.explain = args.explain;
     let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
@@ -223,11 +225,14 @@ pub(crate) fn describe_drop(reason: &DropReason) -> String {
             best,
             fraction,
         } => format!("score {score:.2} < {fraction} × best {best:.2}"),
-        DropReason::MaxTools { max } => format!("over max_tools {max}"),
+        DropReason::MaxTools { max } => format!("over the turn's {max} tools"),
         DropReason::TokenBudget { needed, remaining } => {
             format!("needs {needed} tokens, {remaining} left")
         }
         DropReason::NotFound => "not in the store".into(),
+        DropReason::Stale { idle_turns } => {
+            format!("evicted from the list: unneeded for {idle_turns} turns")
+        }
     }
 }
 

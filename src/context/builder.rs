@@ -1,8 +1,8 @@
 //! The per-turn selection: query → exact names → skills and their dependencies → BM25 over
-//! tools → policy (filters, thresholds, limits, budget, stability) → a [`Selection`].
+//! tools → policy (filters, thresholds, limits, budget) → the list carried across turns → a
+//! [`Selection`].
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Tool;
@@ -64,7 +64,7 @@ impl ContextBuilder {
     /// A builder with the default policy ([`SelectionPolicy::default`]).
     ///
     /// ```
-    /// assert_eq!(capstore::context::ContextBuilder::new().policy().max_tools, 16);
+    /// assert_eq!(capstore::context::ContextBuilder::new().policy().max_tools, 24);
     /// ```
     pub fn new() -> Self {
         ContextBuilder::default()
@@ -166,15 +166,18 @@ impl ContextBuilder {
         } else {
             None
         };
-        let (mut tools, tokens, matched) = match direct {
+        let (needed, tokens, matched) = match direct {
             Some(filled) => filled,
             None => {
                 self.fill_candidates(snapshot, turn, &hits, &explainer, candidates, &mut dropped)?
             }
         };
-        if p.keep_previous {
-            stable_order(&mut tools, &turn.previous);
-        }
+        let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
+            let tools_table = snapshot.lookup(&TOOLS)?;
+            self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
+        } else {
+            (needed, tokens)
+        };
         Ok(Selection {
             version: snapshot.version(),
             tools,
@@ -186,9 +189,9 @@ impl ContextBuilder {
         })
     }
 
-    /// The selection's tools and their tokens, and whether any candidate matched the turn, from
-    /// the `candidates` gathered so far, the tools' search `hits` and the turn's recent and
-    /// kept tools, ranked.
+    /// The turn's own tools and their tokens, and whether any candidate matched the turn, from
+    /// the `candidates` gathered so far, the tools' search `hits` and the turn's recently used
+    /// tools, ranked.
     fn fill_candidates<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -205,11 +208,6 @@ impl ContextBuilder {
                 candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed);
             }
         }
-        if p.keep_previous {
-            for key in &turn.previous {
-                candidates.add_key(key, class::KEPT, 0.0, Why::KeptFromLastTurn);
-            }
-        }
         let matched = candidates.any_matched();
         if !matched && p.on_no_match == NoMatch::All {
             for key in snapshot.iter(&TOOLS)?.keys() {
@@ -218,12 +216,12 @@ impl ContextBuilder {
         }
 
         // Without tag filters or a token budget, `fill` takes the pinned tools, then at most
-        // `max_tools` others and the near misses, strictly in rank order: nothing past that
+        // `turn_tools` others and the near misses, strictly in rank order: nothing past that
         // prefix can reach the selection, so only the prefix is ranked.
         let needed = self.fills_in_rank_order().then(|| {
             candidates
                 .pinned()
-                .saturating_add(p.max_tools)
+                .saturating_add(self.turn_tools())
                 .saturating_add(MAX_TOOLS_NEAR_MISSES)
         });
         let tools_table = candidates.tools();
@@ -387,19 +385,23 @@ impl ContextBuilder {
         !self.filters_tags() && self.policy.token_budget.is_none()
     }
 
-    /// Whether `turn` brings candidates after the tools' search: its recently used tools or
-    /// last turn's, when the policy keeps them.
+    /// Whether `turn` brings candidates after the tools' search: its recently used tools,
+    /// when the policy keeps them.
     fn adds_after_search(&self, turn: &Turn) -> bool {
-        let p = &self.policy;
-        (p.keep_recently_used && !turn.recent_tools.is_empty())
-            || (p.keep_previous && !turn.previous.is_empty())
+        self.policy.keep_recently_used && !turn.recent_tools.is_empty()
     }
 
-    /// How many hits the tools' search fetches. Only the first `max_tools` and the near misses
+    /// How many tools a turn selects for itself (pinned ones count, and always get in):
+    /// `max_turn_tools`, within `max_tools`.
+    pub(super) fn turn_tools(&self) -> usize {
+        self.policy.max_turn_tools.min(self.policy.max_tools)
+    }
+
+    /// How many hits the tools' search fetches. Only the first `turn_tools` and the near misses
     /// after them can show, unless a hit further down can: as a drop below a score threshold,
     /// in the place of a tool that a tag filter or the token budget turns away, or as a reason
     /// of a tool that another source brought (`other_candidates`: pinned, named, discovered,
-    /// a skill's; or recent and last turn's, added later). Then twice the limit and a few
+    /// a skill's; or recently used ones, added later). Then twice the limit and a few
     /// more, as always; otherwise only what can show, and never more than that double limit:
     /// sorting and handing out hits that could not show was 2.6% of a select on MetaTool.
     fn tools_search_k(&self, other_candidates: bool, turn: &Turn) -> usize {
@@ -409,13 +411,14 @@ impl ContextBuilder {
             || p.min_relative_score > 0.0
             || !self.fills_in_rank_order()
             || self.adds_after_search(turn);
-        let double = p.max_tools.saturating_mul(2).saturating_add(4);
+        let limit = self.turn_tools();
+        let double = limit.saturating_mul(2).saturating_add(4);
         if beyond_shown {
             double
         } else {
             // Below 5 tools the double limit is the smaller: it has always capped the near
             // misses there.
-            double.min(p.max_tools.saturating_add(MAX_TOOLS_NEAR_MISSES))
+            double.min(limit.saturating_add(MAX_TOOLS_NEAR_MISSES))
         }
     }
 
@@ -516,7 +519,7 @@ impl ContextBuilder {
     }
 
     /// Why the tag policy excludes `tool`, if it does.
-    fn tag_filter(&self, tool: &Tool) -> Option<DropReason> {
+    pub(super) fn tag_filter(&self, tool: &Tool) -> Option<DropReason> {
         let p = &self.policy;
         if let Some(tag) = tool.tags.iter().find(|t| p.exclude_tags.contains(t)) {
             return Some(DropReason::ExcludedTag { tag: tag.clone() });
@@ -527,8 +530,9 @@ impl ContextBuilder {
         None
     }
 
-    /// Takes candidates in rank order while the limits allow; pinned tools always get in.
-    /// A candidate's tool is looked up only when it is sent or its tags are checked.
+    /// Takes candidates in rank order while the limits allow (`turn_tools`, the token budget);
+    /// pinned tools always get in. A candidate's tool is looked up only when it is sent or its
+    /// tags are checked.
     fn fill<'a, C: Offered<'a>>(
         &self,
         tools_table: RowLookup<'a, Tool>,
@@ -537,10 +541,11 @@ impl ContextBuilder {
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
+        let limit = self.turn_tools();
         let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = self.filters_tags();
         let mut selected: Vec<SelectedTool> =
-            Vec::with_capacity(p.max_tools.min(ordered.size_hint().1.unwrap_or(0)));
+            Vec::with_capacity(limit.min(ordered.size_hint().1.unwrap_or(0)));
         let mut used = 0usize;
         let mut over_limit = 0usize;
         for c in ordered {
@@ -559,14 +564,14 @@ impl ContextBuilder {
                     });
                     continue;
                 }
-                if selected.len() >= p.max_tools {
+                if selected.len() >= limit {
                     // The best few over the limit are near misses; a matched skill can bring
                     // dozens more, and listing them all was a tenth of a selection.
                     if over_limit < MAX_TOOLS_NEAR_MISSES {
                         over_limit += 1;
                         dropped.push(Dropped {
                             key: c.shared_key(),
-                            reason: DropReason::MaxTools { max: p.max_tools },
+                            reason: DropReason::MaxTools { max: limit },
                             candidate: c.reasons(explainer),
                         });
                     }
@@ -637,24 +642,6 @@ fn not_found(key: &str, why: Reason) -> Dropped {
         reason: DropReason::NotFound,
         candidate: Reasons::one(why),
     }
-}
-
-/// Puts last turn's tools first, in last turn's order, then the new ones by rank: the request
-/// prefix stays the same while the topic does.
-fn stable_order(tools: &mut [SelectedTool], previous: &[String]) {
-    // The tools come in rank order: with no previous tools that is the order already.
-    if previous.is_empty() {
-        return;
-    }
-    let position: HashMap<&str, usize> = previous
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.as_str(), i))
-        .collect();
-    tools.sort_by_key(|t| match position.get(&*t.key) {
-        Some(&i) => (0, i),
-        None => (1, t.rank),
-    });
 }
 
 /// The direct path's test hooks ([`ContextBuilder::fill_retrieved_only`]): in tests, the

@@ -27,8 +27,7 @@ pub(super) mod class {
     pub const DISCOVERED: u8 = 2;
     pub const RELEVANT: u8 = 3;
     pub const RECENT: u8 = 4;
-    pub const KEPT: u8 = 5;
-    pub const FALLBACK: u8 = 6;
+    pub const FALLBACK: u8 = 5;
 }
 
 /// How much a tool's own BM25 relevance adds to the score it got another way. All the tools of
@@ -69,7 +68,6 @@ pub(super) enum Why<'a> {
         dependency: &'a Arc<str>,
     },
     RecentlyUsed,
-    KeptFromLastTurn,
     Fallback,
 }
 
@@ -120,7 +118,6 @@ impl Why<'_> {
                 dependency: Arc::clone(dependency),
             },
             Why::RecentlyUsed => Reason::RecentlyUsed,
-            Why::KeptFromLastTurn => Reason::KeptFromLastTurn,
             Why::Fallback => Reason::Fallback,
         }
     }

@@ -11,17 +11,46 @@
 //!    dependencies' tools. **Tools** are searched by BM25 directly too, skill or no skill.
 //!    Pinned tools and skills are always in.
 //! 4. **Policy** ([`SelectionPolicy`]): tag filters, score thresholds, tool and skill limits, a
-//!    token budget, what to do when nothing matches, and stability: last turn's tools stay
-//!    while room remains, and keep their places at the front of the list.
-//! 5. The [`Selection`] says, for each tool, why; and for near misses, why not.
+//!    token budget, what to do when nothing matches: the turn's own tools, at most
+//!    `max_turn_tools`.
+//! 5. **The list across turns**: last turn's list is carried on and the turn's new tools are
+//!    appended; a list grown past `max_tools` is re-packed by staleness (below).
+//! 6. The [`Selection`] says, for each tool, why; and for near misses, why not.
 //!
 //! Without a builder, [`all_tools`] sends everything. [`search_tools_definition`] and
 //! [`search_tools`] let the model pull in what the builder did not pick.
 //!
+//! # The tool list across turns
+//! Providers cache a request by its prefix, and the tool definitions come first in it (OpenAI's
+//! and Anthropic's requests alike): a turn whose tool list extends the last one, with nothing
+//! removed or moved, reuses the whole cached prefix; a list changed at position *i* loses the
+//! cache from *i* on, for the tools and the whole conversation after them. Recall comes first
+//! all the same: a tool the message needs is always sent. So, each turn:
+//!
+//! 1. The turn selects its own tools (at most `max_turn_tools`), as a single turn would.
+//! 2. Last turn's list ([`Turn::previous`]) stays in place, in its order; a tool the turn
+//!    needs keeps its place there. The turn's other tools are appended at the end.
+//! 3. If the list is now longer than `max_tools` (or over the token budget), it is
+//!    **re-packed** once: tools carried from earlier turns are evicted, the stalest first
+//!    (turns since a turn needed it or the model called it: [`PreviousTool::idle_turns`],
+//!    which a [`Conversation`] keeps; among equals the later in the list, which keeps more of
+//!    the prefix), until a whole turn's tools fit again (`max_tools - max_turn_tools`, and
+//!    the same share of the budget). That room lets the next turns append without another
+//!    re-pack, so a topic switch costs one re-pack rather than a little churn every turn. A
+//!    tool the turn needs is never evicted.
+//!
+//! Evicted tools are reported in [`Selection::dropped`] as [`DropReason::Stale`]. Cost: a
+//! hash map of the turn's tools and one pass over last turn's list (a look-up per carried
+//! tool). The defaults (`max_turn_tools` 11, `max_tools` 24) were chosen on the development
+//! conversations in `bench/conversations/` (`capstore eval --conversations`; BENCHMARKS.md,
+//! "Conversations"): the most recall whose tokens per turn stay under the previous default's
+//! (16 tools every turn, nearly all of them this turn's).
+//!
 //! # Policy knobs and defaults
 //! | knob | default |
 //! |---|---|
-//! | `max_tools` | 16 |
+//! | `max_tools` | 24 |
+//! | `max_turn_tools` | 11 |
 //! | `max_skills` | 3 |
 //! | `min_score`, `min_relative_score` | 0, 0 |
 //! | `skill_min_score`, `skill_min_relative_score` | 0, 0.5 |
@@ -39,6 +68,7 @@
 mod budget;
 mod builder;
 mod candidates;
+mod carry;
 mod discovery;
 mod error;
 mod key_table;
@@ -55,4 +85,4 @@ pub use error::SelectError;
 pub use policy::{NoMatch, PolicyError, SelectionPolicy};
 pub use query_terms::QueryTerms;
 pub use selection::{DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection};
-pub use turn::{Conversation, Turn};
+pub use turn::{Conversation, PreviousTool, Turn};

@@ -31,8 +31,13 @@ pub enum NoMatch {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SelectionPolicy {
-    /// At most this many tools are sent (pinned ones count, and always get in). Default 16.
+    /// At most this many tools are sent (pinned ones count, and always get in): the length of
+    /// the list carried across turns. Default 24.
     pub max_tools: usize,
+    /// At most this many tools are selected for the turn itself (pinned ones count); within a
+    /// conversation the rest of the list is the earlier turns' tools, carried while they fit.
+    /// A selection without earlier turns sends at most this many. Default 11.
+    pub max_turn_tools: usize,
     /// At most this many skills are matched by search per turn (pinned skills come on top).
     /// Default 3.
     pub max_skills: usize,
@@ -65,7 +70,8 @@ pub struct SelectionPolicy {
     pub recent_tool_weight: f32,
     /// Keep tools the model called in recent turns selected, while room remains. Default true.
     pub keep_recently_used: bool,
-    /// Keep last turn's tools selected while room remains, in the same order. Default true.
+    /// Carry last turn's list on: its tools stay in place and the turn's new tools are
+    /// appended, until the list must be re-packed. Default true.
     pub keep_previous: bool,
     /// Match tool names written in the message (`get_weather`, `github/search`) first.
     /// Default true.
@@ -79,7 +85,8 @@ pub struct SelectionPolicy {
 impl Default for SelectionPolicy {
     fn default() -> Self {
         SelectionPolicy {
-            max_tools: 16,
+            max_tools: 24,
+            max_turn_tools: 11,
             max_skills: 3,
             min_score: 0.0,
             min_relative_score: 0.0,

@@ -55,7 +55,7 @@ pub enum Reason {
     },
     /// The model called it in a recent turn.
     RecentlyUsed,
-    /// It was selected last turn and there was room to keep it.
+    /// It was in last turn's list, and the list carries it on.
     KeptFromLastTurn,
     /// Nothing matched and the policy sends everything.
     Fallback,
@@ -243,9 +243,26 @@ pub enum DropReason {
     },
     /// Pinned or named, but not in the store.
     NotFound,
+    /// Carried from earlier turns, evicted when the list was re-packed: the stalest go first.
+    Stale {
+        /// Turns since a turn last needed it or the model last called it.
+        idle_turns: u32,
+    },
 }
 
 /// A selected tool.
+///
+/// ```
+/// use capstore::context::{ContextBuilder, Turn};
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+/// let s = ContextBuilder::new().select(&store.snapshot(), &Turn::new("weather in Oslo?"))?;
+/// assert!(!s.tools[0].carried());
+/// let later = ContextBuilder::new().select(&store.snapshot(), &Turn::new("thanks!").with_previous(["get_weather"]))?;
+/// assert!(later.tools[0].carried());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SelectedTool {
     /// Qualified name (the tools table's key).
@@ -264,6 +281,18 @@ pub struct SelectedTool {
     pub reasons: Reasons,
     /// Estimated tokens of its definition.
     pub tokens: usize,
+}
+
+impl SelectedTool {
+    /// Whether it is sent only because earlier turns brought it (kept from the last turn's
+    /// list, or recently used), not for anything in this turn. A
+    /// [`Conversation`](super::Conversation) counts how long a tool has been carried: the
+    /// stalest are evicted first when the list must be re-packed.
+    pub fn carried(&self) -> bool {
+        self.reasons
+            .iter()
+            .all(|r| matches!(r, Reason::KeptFromLastTurn | Reason::RecentlyUsed))
+    }
 }
 
 /// A candidate that was not selected, and why.
@@ -291,9 +320,9 @@ pub struct MatchedSkill {
 /// What [`ContextBuilder::select`](super::ContextBuilder::select) returns: the snapshot version
 /// it read, the tools to send in a stable order, and the explanation.
 ///
-/// The send order keeps last turn's tools first, in last turn's order, then adds new ones by
-/// relevance, so that the request prefix (and a provider's prompt cache) survives while the
-/// topic stays the same. [`ranked`](Self::ranked) gives relevance order.
+/// The send order carries last turn's list on and appends the turn's new tools by relevance,
+/// so that the request prefix (and a provider's prompt cache) survives; see [the cache
+/// model](super#the-tool-list-across-turns). [`ranked`](Self::ranked) gives relevance order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Selection {
     /// The snapshot version the selection was made from.

@@ -22,8 +22,10 @@ pub struct Turn {
     pub history: Vec<String>,
     /// Qualified names of tools the model called in recent turns, oldest first.
     pub recent_tools: Vec<String>,
-    /// The tools of the previous selection, in the order they were sent.
-    pub previous: Vec<String>,
+    /// The tools of the previous selection, in the order they were sent, each with how many
+    /// turns it has gone unneeded: the list this turn's selection carries on
+    /// ([`SelectionPolicy`](super::SelectionPolicy)'s `keep_previous`).
+    pub previous: Vec<PreviousTool>,
     /// Tools the model pulled in with `search_tools`, kept selected from then on.
     pub discovered: Vec<String>,
 }
@@ -66,13 +68,20 @@ impl Turn {
         self
     }
 
-    /// Sets the previous selection's tools, in sent order.
+    /// Sets the previous selection's tools, in sent order: names (needed last turn) or
+    /// [`PreviousTool`]s.
     ///
     /// ```
-    /// let t = capstore::context::Turn::new("b").with_previous(["a", "b"]);
-    /// assert_eq!(t.previous, ["a", "b"]);
+    /// use capstore::context::{PreviousTool, Turn};
+    /// let t = Turn::new("b").with_previous(["a", "b"]);
+    /// assert_eq!(t.previous[1], PreviousTool::new("b", 0));
+    /// let t = Turn::new("b").with_previous([PreviousTool::new("a", 3)]);
+    /// assert_eq!(t.previous[0].idle_turns, 3);
     /// ```
-    pub fn with_previous<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+    pub fn with_previous<S: Into<PreviousTool>>(
+        mut self,
+        tools: impl IntoIterator<Item = S>,
+    ) -> Self {
         self.previous = tools.into_iter().map(Into::into).collect();
         self
     }
@@ -89,11 +98,58 @@ impl Turn {
     }
 }
 
+/// A tool of the previous turn's list, and how long the conversation has gone without needing
+/// it: the staleness by which the list evicts when it must (see [the cache
+/// model](super#the-tool-list-across-turns)).
+///
+/// ```
+/// use capstore::context::PreviousTool;
+/// let fresh: PreviousTool = "weather/get_forecast".into();
+/// assert_eq!(fresh, PreviousTool::new("weather/get_forecast", 0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct PreviousTool {
+    /// Qualified name.
+    pub key: String,
+    /// Turns since a turn last needed it (selected it for its own reasons) or the model last
+    /// called it: 0 if the last turn did.
+    pub idle_turns: u32,
+}
+
+impl PreviousTool {
+    /// A tool of the previous list, unneeded for `idle_turns` turns.
+    ///
+    /// ```
+    /// assert_eq!(capstore::context::PreviousTool::new("a", 2).idle_turns, 2);
+    /// ```
+    pub fn new(key: impl Into<String>, idle_turns: u32) -> Self {
+        PreviousTool {
+            key: key.into(),
+            idle_turns,
+        }
+    }
+}
+
+/// A name alone: needed last turn.
+impl From<&str> for PreviousTool {
+    fn from(key: &str) -> Self {
+        PreviousTool::new(key, 0)
+    }
+}
+
+/// A name alone: needed last turn.
+impl From<String> for PreviousTool {
+    fn from(key: String) -> Self {
+        PreviousTool::new(key, 0)
+    }
+}
+
 /// How many recent messages and tool uses a [`Conversation`] remembers.
 const MEMORY: usize = 16;
 
 /// The state a [`Turn`] needs, kept across an agent's turns: earlier messages, recently used
-/// tools, the last selection and discovered tools.
+/// tools, the last selection (with how long each of its tools has gone unneeded) and
+/// discovered tools.
 ///
 /// ```
 /// use capstore::context::{Conversation, ContextBuilder};
@@ -109,7 +165,7 @@ const MEMORY: usize = 16;
 /// conversation.record_tool_use("get_weather");
 /// let next = conversation.next_turn("and in Rome?");
 /// assert_eq!(next.history, ["weather in Paris?"]);
-/// assert_eq!(next.previous, ["get_weather"]);
+/// assert_eq!(next.previous[0].key, "get_weather");
 /// assert_eq!(next.recent_tools, ["get_weather"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -117,7 +173,7 @@ const MEMORY: usize = 16;
 pub struct Conversation {
     messages: VecDeque<String>,
     recent_tools: VecDeque<String>,
-    previous: Vec<String>,
+    previous: Vec<PreviousTool>,
     discovered: Vec<String>,
 }
 
@@ -152,7 +208,10 @@ impl Conversation {
         turn
     }
 
-    /// Remembers the tools a selection sent, in order, for the next turn's stability.
+    /// Remembers the tools a selection sent, in order, for the next turn's list: a tool the
+    /// turn needed (selected for a reason of its own, not only
+    /// [carried](super::SelectedTool::carried)) is fresh again; one it only carried has gone
+    /// unneeded one turn longer.
     ///
     /// ```
     /// # use capstore::context::{Conversation, ContextBuilder, Turn};
@@ -163,10 +222,28 @@ impl Conversation {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn record_selection(&mut self, selection: &Selection) {
-        self.previous = selection.keys().map(str::to_string).collect();
+        let idle_before = |key: &str| {
+            self.previous
+                .iter()
+                .find(|p| p.key == key)
+                .map_or(0, |p| p.idle_turns)
+        };
+        self.previous = selection
+            .tools
+            .iter()
+            .map(|t| {
+                let idle = if t.carried() {
+                    idle_before(&t.key).saturating_add(1)
+                } else {
+                    0
+                };
+                PreviousTool::new(&*t.key, idle)
+            })
+            .collect();
     }
 
-    /// Remembers that the model called a tool (qualified name).
+    /// Remembers that the model called a tool (qualified name): it is recent, and fresh again
+    /// in the list.
     ///
     /// ```
     /// let mut c = capstore::context::Conversation::new();
@@ -175,6 +252,9 @@ impl Conversation {
     /// ```
     pub fn record_tool_use(&mut self, tool: impl Into<String>) {
         let tool = tool.into();
+        if let Some(sent) = self.previous.iter_mut().find(|p| p.key == tool) {
+            sent.idle_turns = 0;
+        }
         self.recent_tools.retain(|t| *t != tool);
         push_bounded(&mut self.recent_tools, tool);
     }

@@ -124,6 +124,15 @@ pub enum EvalError {
         /// Tools in the store.
         registered: usize,
     },
+    /// A scripted conversation names a tool the store does not hold.
+    UnknownTool {
+        /// The conversation's id.
+        conversation: String,
+        /// 1-based turn number.
+        turn: usize,
+        /// The qualified name.
+        key: String,
+    },
 }
 
 impl fmt::Display for EvalError {
@@ -170,6 +179,14 @@ impl fmt::Display for EvalError {
             } => write!(
                 f,
                 "{expected} tools in the file but {registered} registered"
+            ),
+            EvalError::UnknownTool {
+                conversation,
+                turn,
+                key,
+            } => write!(
+                f,
+                "conversation {conversation:?}, turn {turn}: no tool {key:?} in the store"
             ),
         }
     }

@@ -2,6 +2,9 @@
 //! every tool through the public API, ask the [`ContextBuilder`](crate::context::ContextBuilder) for each query's ranked tools,
 //! and score the rankings (Recall@k, nDCG@k, MRR@k, C@k).
 //!
+//! Conversations are measured turn by turn by [`run_conversations`] (recall of each turn's
+//! tools, prefix stability of the tool list, tokens sent and tokens a prompt cache keeps).
+//!
 //! This is what the `capstore eval` command runs; see `BENCHMARKS.md` ("Selection quality").
 //!
 //! # File formats
@@ -40,10 +43,15 @@
 //! # Ok::<(), capstore::eval::EvalError>(())
 //! ```
 
+mod conversations;
 mod load;
 mod metrics;
 mod run;
 
+pub use conversations::{
+    ConversationMetrics, ConversationReport, ScriptedConversation, ScriptedTurn, TurnRun,
+    load_conversations, parse_conversations, run_conversations,
+};
 pub use load::{EvalError, Query, ToolEntry, load_queries, load_tools, parse_queries, parse_tools};
 pub use metrics::{Metrics, complete_at, mrr_at, ndcg_at, recall_at};
 pub use run::{EvalConfig, EvalReport, QueryRun, assign_keys, run};

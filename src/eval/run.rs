@@ -210,6 +210,7 @@ pub fn run(
 
     let builder = ContextBuilder::with_policy(SelectionPolicy {
         max_tools: config.k,
+        max_turn_tools: config.k,
         explain: false,
         match_exact_names: config.match_exact_names,
         ..SelectionPolicy::default()

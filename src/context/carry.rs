@@ -1,0 +1,160 @@
+//! The tool list across turns: last turn's list carried on, the turn's new tools appended, and
+//! a re-pack by staleness when the list outgrows the policy's limits (the cache model:
+//! [the module's docs](super#the-tool-list-across-turns)).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::Tool;
+use crate::store::RowLookup;
+
+use super::budget::estimate_tokens;
+use super::builder::ContextBuilder;
+use super::selection::{DropReason, Dropped, Reason, Reasons, SelectedTool};
+use super::turn::PreviousTool;
+
+/// A place in the list being built.
+enum Slot {
+    /// The turn's own tool: never evicted.
+    Needed(SelectedTool),
+    /// Carried from last turn's list, unneeded for `idle` turns counting this one.
+    Carried { tool: SelectedTool, idle: u32 },
+}
+
+impl Slot {
+    fn tool(&self) -> &SelectedTool {
+        match self {
+            Slot::Needed(tool) | Slot::Carried { tool, .. } => tool,
+        }
+    }
+}
+
+impl ContextBuilder {
+    /// The list to send: `previous` in its order (a tool the turn needs takes its place there
+    /// with this turn's reasons; one gone from the store or now turned away by the tag filters
+    /// leaves), then the turn's other `needed` tools (ranked, as [`Self::fill`] gave them) at
+    /// the end. Over `max_tools` or the token budget, the list is re-packed: carried tools are
+    /// evicted, stalest first (ties: the later in the list first, which keeps more of the
+    /// prefix), until a whole turn's tools (`max_turn_tools`, and the same share of the token
+    /// budget) fit again, so that the next turns can append without another re-pack.
+    /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
+    pub(super) fn carry_over(
+        &self,
+        needed: Vec<SelectedTool>,
+        previous: &[PreviousTool],
+        tools_table: RowLookup<'_, Tool>,
+        dropped: &mut Vec<Dropped>,
+    ) -> (Vec<SelectedTool>, usize) {
+        let p = self.policy();
+        let count_tokens = p.token_budget.is_some() || p.explain;
+        let mut needed: Vec<Option<SelectedTool>> = needed.into_iter().map(Some).collect();
+        let position: HashMap<Arc<str>, usize> = needed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.as_ref().map(|t| (Arc::clone(&t.key), i)))
+            .collect();
+        let mut list: Vec<Slot> = Vec::with_capacity(previous.len() + needed.len());
+        for kept in previous {
+            if let Some(&i) = position.get(kept.key.as_str()) {
+                if let Some(tool) = needed.get_mut(i).and_then(Option::take) {
+                    list.push(Slot::Needed(tool));
+                }
+                continue;
+            }
+            if list.iter().any(|s| *s.tool().key == *kept.key) {
+                continue;
+            }
+            let Some(entry) = tools_table.entry(&kept.key) else {
+                continue;
+            };
+            if let Some(reason) = self.tag_filter(entry.record) {
+                dropped.push(Dropped {
+                    key: Arc::clone(entry.key),
+                    reason,
+                    candidate: Reasons::one(Reason::KeptFromLastTurn),
+                });
+                continue;
+            }
+            let Some(tool) = entry.shared() else {
+                continue;
+            };
+            let tokens = if count_tokens {
+                estimate_tokens(entry.record)
+            } else {
+                0
+            };
+            list.push(Slot::Carried {
+                tool: SelectedTool {
+                    key: Arc::clone(entry.key),
+                    tool,
+                    rank: 0,
+                    score: 0.0,
+                    reasons: Reasons::one(Reason::KeptFromLastTurn),
+                    tokens,
+                },
+                idle: kept.idle_turns.saturating_add(1),
+            });
+        }
+        list.extend(needed.into_iter().flatten().map(Slot::Needed));
+
+        let mut count = list.len();
+        let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
+        // After a re-pack: room for a whole turn's tools, in count and in share of the budget.
+        let room = p.max_tools.saturating_sub(self.turn_tools());
+        let share = room as f64 / p.max_tools.max(1) as f64;
+        let over_budget = |total: usize, share: f64| {
+            p.token_budget
+                .is_some_and(|budget| total as f64 > budget as f64 * share)
+        };
+        if count > p.max_tools || over_budget(total, 1.0) {
+            // Stalest first; among equally stale, the later in the list first.
+            let mut order: Vec<(u32, usize)> = list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| match s {
+                    Slot::Carried { idle, .. } => Some((*idle, i)),
+                    Slot::Needed(_) => None,
+                })
+                .collect();
+            order.sort_unstable_by(|a, b| b.cmp(a));
+            let mut evicted = vec![false; list.len()];
+            for (idle, i) in order {
+                if count <= room && !over_budget(total, share) {
+                    break;
+                }
+                let (Some(slot), Some(out)) = (list.get(i), evicted.get_mut(i)) else {
+                    continue;
+                };
+                let tool = slot.tool();
+                *out = true;
+                count -= 1;
+                total -= tool.tokens;
+                dropped.push(Dropped {
+                    key: Arc::clone(&tool.key),
+                    reason: DropReason::Stale { idle_turns: idle },
+                    candidate: Reasons::one(Reason::KeptFromLastTurn),
+                });
+            }
+            list = list
+                .into_iter()
+                .zip(evicted)
+                .filter_map(|(slot, out)| (!out).then_some(slot))
+                .collect();
+        }
+
+        // Carried tools rank after the turn's own, in list order.
+        let mut next_rank = list.iter().filter(|s| matches!(s, Slot::Needed(_))).count();
+        let tools: Vec<SelectedTool> = list
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Needed(tool) => tool,
+                Slot::Carried { mut tool, .. } => {
+                    tool.rank = next_rank;
+                    next_rank += 1;
+                    tool
+                }
+            })
+            .collect();
+        (tools, total)
+    }
+}

@@ -1,0 +1,390 @@
+//! Multi-turn evaluation: scripted conversations, each turn a user message and the tools that
+//! turn needs, run through a [`Conversation`] and a [`ContextBuilder`] the way an agent runs
+//! them, measuring what a user pays for and what a provider's prompt cache keeps.
+//!
+//! # What is measured
+//! For each turn the builder selects the tool list to send; the simulated model then calls the
+//! turn's `used` tools (by default its gold tools) among those sent, and the conversation
+//! records both. Per turn:
+//! - **recall**: the share of the turn's gold tools that were sent (turns with no gold tools
+//!   are not averaged in);
+//! - **prefix-stable**: the previous turn's list is a prefix of this turn's (tools only get
+//!   appended), so a provider that caches the request by prefix (tools come first in OpenAI's
+//!   and Anthropic's requests) reuses all of it;
+//! - **tokens**: estimated tokens of the tool definitions sent
+//!   ([`estimate_tokens`](crate::context::estimate_tokens));
+//! - **cached tokens**: the tokens of the longest common prefix of this turn's list and the
+//!   last one: what the provider's cache can still serve of the tool definitions.
+//!
+//! Turns carry a `topic` label. A *follow-up within one topic* is a turn whose topic is the
+//! previous turn's; a *topic switch* starts a run of turns with a new label. A *re-pack* is a
+//! follow-up turn that is not prefix-stable. A topic run's re-packs are counted from its first
+//! turn to its last.
+//!
+//! # File format
+//! One conversation a line (blank lines skipped; unknown fields ignored):
+//! `{"id": "trip", "turns": [{"user": "...", "gold": ["travel/search_flights"], "topic":
+//! "travel", "used": [...]}, ...]}`. `gold` lists the qualified names of the tools the turn
+//! needs (`[]` for none); `used` (optional) the tools the model calls that turn, when they are
+//! not exactly the gold ones; `topic` (optional) names the task the turn belongs to (absent:
+//! the conversation is one topic). Every error names the file and line, and every tool name
+//! must exist in the store.
+//!
+//! ```
+//! use capstore::context::ContextBuilder;
+//! use capstore::eval::{parse_conversations, run_conversations};
+//! use capstore::{Store, Tool, TOOLS};
+//!
+//! let store = Store::new();
+//! store.write(|tx| {
+//!     tx.insert(&TOOLS, Tool::new("get_forecast", "Weather forecast for a city"))?;
+//!     tx.insert(&TOOLS, Tool::new("search_flights", "Search flights between two cities"))
+//! })?;
+//! let conversations = parse_conversations("c.jsonl", concat!(
+//!     r#"{"id": "trip", "turns": [{"user": "flights from Oslo to Rome on Friday?", "gold": ["search_flights"]}, "#,
+//!     r#"{"user": "and the weather forecast there?", "gold": ["get_forecast"]}]}"#,
+//! ))?;
+//! let report = run_conversations(&store.snapshot(), &ContextBuilder::new(), &conversations)?;
+//! assert_eq!(report.metrics.recall, 100.0);
+//! assert_eq!(report.turns[1].sent, ["search_flights", "get_forecast"]);
+//! assert!(report.turns[1].prefix_stable);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::{ContextBuilder, Conversation, estimate_tokens};
+use crate::store::Snapshot;
+use crate::tables::TOOLS;
+
+use super::load::EvalError;
+
+/// A scripted conversation.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct ScriptedConversation {
+    /// Unique within the file.
+    pub id: String,
+    /// The user's turns, in order.
+    pub turns: Vec<ScriptedTurn>,
+}
+
+/// One user turn of a [`ScriptedConversation`].
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct ScriptedTurn {
+    /// The user's message.
+    pub user: String,
+    /// Qualified names of the tools this turn needs (empty: none).
+    pub gold: Vec<String>,
+    /// The tools the model calls this turn, when not exactly `gold`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<Vec<String>>,
+    /// The task the turn belongs to; `None` counts as one topic for the whole conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+}
+
+/// Reads a conversations file (see [the module](self) for the format).
+///
+/// ```
+/// assert!(capstore::eval::load_conversations("/no/such.jsonl").is_err());
+/// ```
+pub fn load_conversations(path: impl AsRef<Path>) -> Result<Vec<ScriptedConversation>, EvalError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_conversations(path, &text)
+}
+
+/// Parses the text of a conversations file; `path` only names it in errors.
+///
+/// ```
+/// use capstore::eval::parse_conversations;
+/// let c = parse_conversations("c.jsonl", r#"{"id": "a", "turns": [{"user": "hi", "gold": []}]}"#)?;
+/// assert_eq!(c[0].turns[0].user, "hi");
+/// let err = parse_conversations("c.jsonl", "\n{\"id\": \"a\", \"turns\": [{\"user\": 1}]}").unwrap_err();
+/// assert!(err.to_string().starts_with("c.jsonl:2: invalid JSON: turns[0].user"), "{err}");
+/// # Ok::<(), capstore::eval::EvalError>(())
+/// ```
+pub fn parse_conversations(
+    path: impl AsRef<Path>,
+    text: &str,
+) -> Result<Vec<ScriptedConversation>, EvalError> {
+    let path = path.as_ref();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let line = i + 1;
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let conversation: ScriptedConversation = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| EvalError::Json {
+                path: path.to_path_buf(),
+                line,
+                message: format!("{}: {}", e.path(), e.inner()),
+            })?;
+        if !seen.insert(conversation.id.clone()) {
+            return Err(EvalError::DuplicateId {
+                path: path.to_path_buf(),
+                line,
+                id: conversation.id,
+            });
+        }
+        out.push(conversation);
+    }
+    Ok(out)
+}
+
+/// What one turn sent, and how it fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnRun {
+    /// The conversation's id.
+    pub conversation: String,
+    /// The turn's 0-based position in its conversation.
+    pub turn: usize,
+    /// The tools sent, in send order.
+    pub sent: Vec<String>,
+    /// The turn's gold tools that were not sent.
+    pub missed: Vec<String>,
+    /// How many gold tools the turn has.
+    pub gold: usize,
+    /// Estimated tokens of the definitions sent.
+    pub tokens: usize,
+    /// Estimated tokens of the longest common prefix of this list and the last turn's.
+    pub cached_tokens: usize,
+    /// Whether the last turn's list is a prefix of this one (false on a conversation's first
+    /// turn).
+    pub prefix_stable: bool,
+    /// Whether the turn's topic differs from the last turn's (false on a first turn).
+    pub topic_switch: bool,
+}
+
+/// The figures of a [`run_conversations`], ×100 where a share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ConversationMetrics {
+    /// Conversations run.
+    pub conversations: usize,
+    /// Turns run.
+    pub turns: usize,
+    /// Mean share of a turn's gold tools that were sent, over turns with gold tools (%).
+    pub recall: f64,
+    /// Turns with gold tools that got every one of them sent (%).
+    pub complete: f64,
+    /// Follow-up turns (every turn but a conversation's first).
+    pub follow_ups: usize,
+    /// Follow-ups whose topic is the last turn's.
+    pub same_topic_follow_ups: usize,
+    /// Of those, the prefix-stable ones (%).
+    pub prefix_stable_same_topic: f64,
+    /// Of all follow-ups, the prefix-stable ones (%).
+    pub prefix_stable: f64,
+    /// Topic switches (follow-ups whose topic differs from the last turn's).
+    pub topic_switches: usize,
+    /// Re-packs (follow-ups that are not prefix-stable) per topic run that starts with a
+    /// switch, on average.
+    pub repacks_per_switch: f64,
+    /// The most re-packs in any one topic run after a switch.
+    pub max_repacks_after_switch: usize,
+    /// The most re-packs in any one topic run, the conversation's first included.
+    pub max_repacks_per_topic: usize,
+    /// Mean estimated tokens of tool definitions sent per turn.
+    pub tokens_per_turn: f64,
+    /// Mean estimated cached prefix tokens per follow-up turn.
+    pub cached_tokens_per_follow_up: f64,
+    /// Cached prefix tokens as a share of the tokens sent on follow-up turns (%).
+    pub cached_share: f64,
+    /// Mean number of tools sent per turn.
+    pub tools_per_turn: f64,
+}
+
+/// The outcome of [`run_conversations`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationReport {
+    /// Every turn, conversation by conversation.
+    pub turns: Vec<TurnRun>,
+    /// The figures.
+    pub metrics: ConversationMetrics,
+    /// Wall time of all the selections.
+    #[serde(skip)]
+    pub select_time: Duration,
+}
+
+/// Runs every conversation through a fresh [`Conversation`] and `builder` over `snapshot`, as
+/// an agent would: each turn is selected, then the model's calls (`used`, else `gold`, among
+/// the tools sent) are recorded. Errors if a turn names a tool the snapshot does not hold.
+///
+/// ```
+/// use capstore::context::ContextBuilder;
+/// use capstore::eval::{ScriptedConversation, ScriptedTurn, run_conversations};
+/// let c = ScriptedConversation { id: "c".into(), turns: vec![ScriptedTurn {
+///     user: "hi".into(), gold: vec!["nope".into()], used: None, topic: None }] };
+/// let err = run_conversations(&capstore::Store::new().snapshot(), &ContextBuilder::new(), &[c]).unwrap_err();
+/// assert_eq!(err.to_string(), "conversation \"c\", turn 1: no tool \"nope\" in the store");
+/// ```
+pub fn run_conversations(
+    snapshot: &Snapshot,
+    builder: &ContextBuilder,
+    conversations: &[ScriptedConversation],
+) -> Result<ConversationReport, EvalError> {
+    for c in conversations {
+        for (i, turn) in c.turns.iter().enumerate() {
+            let named = turn.gold.iter().chain(turn.used.iter().flatten());
+            for key in named {
+                let known = snapshot
+                    .contains(&TOOLS, key)
+                    .map_err(|source| EvalError::Store { id: None, source })?;
+                if !known {
+                    return Err(EvalError::UnknownTool {
+                        conversation: c.id.clone(),
+                        turn: i + 1,
+                        key: key.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let mut turns = Vec::new();
+    let mut select_time = Duration::ZERO;
+    for c in conversations {
+        let mut conversation = Conversation::new();
+        let mut last: Vec<(String, usize)> = Vec::new();
+        let mut last_topic: Option<&str> = None;
+        for (i, scripted) in c.turns.iter().enumerate() {
+            let turn = conversation.next_turn(scripted.user.as_str());
+            let started = Instant::now();
+            let selection = builder.select(snapshot, &turn).map_err(EvalError::Select)?;
+            select_time += started.elapsed();
+            conversation.record_selection(&selection);
+            let sent: Vec<(String, usize)> = selection
+                .tools
+                .iter()
+                .map(|t| (t.key.to_string(), estimate_tokens(&t.tool)))
+                .collect();
+            let was_sent = |key: &String| sent.iter().any(|(k, _)| k == key);
+            for key in scripted.used.as_ref().unwrap_or(&scripted.gold) {
+                if was_sent(key) {
+                    conversation.record_tool_use(key.as_str());
+                }
+            }
+            let common = last
+                .iter()
+                .zip(&sent)
+                .take_while(|(a, b)| a.0 == b.0)
+                .count();
+            let topic = scripted.topic.as_deref();
+            turns.push(TurnRun {
+                conversation: c.id.clone(),
+                turn: i,
+                missed: scripted
+                    .gold
+                    .iter()
+                    .filter(|k| !was_sent(k))
+                    .cloned()
+                    .collect(),
+                gold: scripted.gold.len(),
+                tokens: sent.iter().map(|(_, t)| t).sum(),
+                cached_tokens: sent.iter().take(common).map(|(_, t)| t).sum(),
+                prefix_stable: i > 0 && common == last.len(),
+                topic_switch: i > 0 && topic != last_topic,
+                sent: sent.iter().map(|(k, _)| k.clone()).collect(),
+            });
+            last = sent;
+            last_topic = topic;
+        }
+    }
+    let metrics = ConversationMetrics::of(conversations.len(), &turns);
+    Ok(ConversationReport {
+        turns,
+        metrics,
+        select_time,
+    })
+}
+
+impl ConversationMetrics {
+    /// The figures of `turns` (in conversation order, as [`run_conversations`] gives them) of
+    /// `conversations` conversations.
+    ///
+    /// ```
+    /// use capstore::eval::{ConversationMetrics, TurnRun};
+    /// let turn = |turn: usize, sent: &[&str], stable: bool| TurnRun {
+    ///     conversation: "c".into(), turn, sent: sent.iter().map(|s| s.to_string()).collect(),
+    ///     missed: vec![], gold: 1, tokens: 10 * sent.len(), cached_tokens: if stable { 10 } else { 0 },
+    ///     prefix_stable: stable, topic_switch: false };
+    /// let m = ConversationMetrics::of(1, &[turn(0, &["a"], false), turn(1, &["a", "b"], true)]);
+    /// assert_eq!((m.recall, m.prefix_stable_same_topic, m.tokens_per_turn, m.cached_share), (100.0, 100.0, 15.0, 50.0));
+    /// ```
+    pub fn of(conversations: usize, turns: &[TurnRun]) -> Self {
+        let percent = |part: usize, whole: usize| {
+            if whole == 0 {
+                0.0
+            } else {
+                100.0 * part as f64 / whole as f64
+            }
+        };
+        let mean = |sum: f64, n: usize| if n == 0 { 0.0 } else { sum / n as f64 };
+        let with_gold: Vec<&TurnRun> = turns.iter().filter(|t| t.gold > 0).collect();
+        let recall_sum: f64 = with_gold
+            .iter()
+            .map(|t| (t.gold - t.missed.len()) as f64 / t.gold as f64)
+            .sum();
+        let follow_ups: Vec<&TurnRun> = turns.iter().filter(|t| t.turn > 0).collect();
+        let same_topic: Vec<&&TurnRun> = follow_ups.iter().filter(|t| !t.topic_switch).collect();
+        // Re-packs per topic run: a run starts at a conversation's first turn or a switch.
+        let mut runs: Vec<(bool, usize)> = Vec::new();
+        for t in turns {
+            if t.turn == 0 || t.topic_switch {
+                runs.push((t.topic_switch, 0));
+            }
+            if t.turn > 0 && !t.prefix_stable {
+                if let Some(run) = runs.last_mut() {
+                    run.1 += 1;
+                }
+            }
+        }
+        let after_switch: Vec<usize> = runs.iter().filter(|r| r.0).map(|r| r.1).collect();
+        let follow_up_tokens: usize = follow_ups.iter().map(|t| t.tokens).sum();
+        let cached: usize = follow_ups.iter().map(|t| t.cached_tokens).sum();
+        ConversationMetrics {
+            conversations,
+            turns: turns.len(),
+            recall: 100.0 * mean(recall_sum, with_gold.len()),
+            complete: percent(
+                with_gold.iter().filter(|t| t.missed.is_empty()).count(),
+                with_gold.len(),
+            ),
+            follow_ups: follow_ups.len(),
+            same_topic_follow_ups: same_topic.len(),
+            prefix_stable_same_topic: percent(
+                same_topic.iter().filter(|t| t.prefix_stable).count(),
+                same_topic.len(),
+            ),
+            prefix_stable: percent(
+                follow_ups.iter().filter(|t| t.prefix_stable).count(),
+                follow_ups.len(),
+            ),
+            topic_switches: after_switch.len(),
+            repacks_per_switch: mean(
+                after_switch.iter().sum::<usize>() as f64,
+                after_switch.len(),
+            ),
+            max_repacks_after_switch: after_switch.iter().copied().max().unwrap_or(0),
+            max_repacks_per_topic: runs.iter().map(|r| r.1).max().unwrap_or(0),
+            tokens_per_turn: mean(
+                turns.iter().map(|t| t.tokens).sum::<usize>() as f64,
+                turns.len(),
+            ),
+            cached_tokens_per_follow_up: mean(cached as f64, follow_ups.len()),
+            cached_share: percent(cached, follow_up_tokens),
+            tools_per_turn: mean(
+                turns.iter().map(|t| t.sent.len()).sum::<usize>() as f64,
+                turns.len(),
+            ),
+        }
+    }
+}
