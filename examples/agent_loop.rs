@@ -20,9 +20,7 @@ impl Model for ScriptedModel {
             return Ok(ModelReply::Final(format!("Done: {content}")));
         }
         let Some(Message::User { text }) = request.messages.last() else {
-            return Err(ModelError {
-                message: "no user message".into(),
-            });
+            return Err(ModelError::other("no user message"));
         };
         let words: Vec<String> = text
             .to_lowercase()

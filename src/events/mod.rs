@@ -12,7 +12,13 @@
 //!   [`Event::ToolCallFailed`]: the [`Executor`](crate::exec::Executor), per call, always
 //!   `ToolCallStarted`, then `HookDenied` if a hook denied the call, then exactly one of
 //!   `ToolCallFinished` or `ToolCallFailed` (see [`Executor::execute`](crate::exec::Executor::execute)).
+//! - [`Event::ToolCallPending`], then [`Event::ToolCallApproved`] or [`Event::ToolCallRejected`]:
+//!   the [`Agent`](crate::agent::Agent), for a call that needs approval, before the executor's
+//!   events of that call (a rejected call has none). [`Event::TurnFinished`]: the agent, last
+//!   in a turn that answered.
 //! - [`Event::CatalogChanged`]: [`EventBus::follow_store`], once per commit, in version order.
+//!
+//! [`EventTape`] appends every event to a JSONL file; [`read_tape`] reads one back.
 //!
 //! Events emitted by one thread (or one task) reach each subscriber in the order they were
 //! emitted. Events emitted concurrently by different threads may interleave.
@@ -33,6 +39,8 @@
 
 mod bus;
 mod event;
+mod tape;
 
 pub use bus::{EventBus, EventSubscription};
 pub use event::Event;
+pub use tape::{EventTape, TapeError, read_tape};
