@@ -7,6 +7,8 @@
 //! - **Approval** ([`Approvals`], [`ApprovalPolicy`]): calls to tools that delete, pay or send
 //!   wait for a person ([`Agent::run_turn`]), or suspend the turn as data until the decisions
 //!   come ([`Agent::start_turn`], [`Agent::resume_turn`], [`PendingTurn`]).
+//! - **Record and replay** ([`RecordingModel`], [`ReplayModel`]): a model's replies kept on a
+//!   JSONL tape once and played back in tests, failing loudly when the conversation diverges.
 //! - Events of every turn go to an [`EventBus`](crate::EventBus), and from there to a file with
 //!   [`EventTape`](crate::events::EventTape).
 //!
@@ -47,6 +49,7 @@
 
 mod approval;
 mod model;
+mod record;
 mod run;
 mod suspend;
 
@@ -54,5 +57,6 @@ pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision, Ticket};
 pub use model::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
 };
+pub use record::{RecordingModel, ReplayModel, TapeEntry, request_key};
 pub use run::{Agent, AgentError, Session, TurnOutcome};
 pub use suspend::{PendingCall, PendingTurn, TurnStatus};
