@@ -70,6 +70,14 @@ fn agent<M: Model>(store: &Store, model: M) -> Agent<M> {
         .with_search_tools(false)
 }
 
+/// The model's error inside an agent's.
+fn model_error(err: AgentError) -> ModelError {
+    match err {
+        AgentError::Model(err) => err,
+        other => panic!("a model error: {other}"),
+    }
+}
+
 async fn record(path: &PathBuf) {
     let store = store();
     let recorder = agent(
@@ -147,9 +155,7 @@ async fn a_different_message_is_a_divergence_naming_the_request_and_turn() {
         .run_turn(&mut session, "and in Paris")
         .await
         .expect_err("diverges");
-    let AgentError::Model(err) = err else {
-        panic!("a model error: {err}");
-    };
+    let err = model_error(err);
     assert_eq!(
         err.kind,
         ModelErrorKind::ReplayDiverged {
@@ -186,9 +192,7 @@ async fn a_selection_change_is_a_divergence_naming_the_tools() {
         .run_turn(&mut session, "weather in Oslo")
         .await
         .expect_err("diverges");
-    let AgentError::Model(err) = err else {
-        panic!("a model error: {err}");
-    };
+    let err = model_error(err);
     assert_eq!(
         err.kind,
         ModelErrorKind::ReplayDiverged {

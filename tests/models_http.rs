@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use capstore::agent::{
     Agent, AgentError, Message, Model, ModelErrorKind, ModelReply, ModelRequest, RecordingModel,
-    ReplayModel,
+    ReplayModel, TurnOutcome,
 };
 use capstore::exec::register_tool;
 use capstore::models::{Anthropic, OpenAiChat};
@@ -169,23 +169,35 @@ fn anthropic(server: &Server) -> Anthropic {
         .expect("timeout")
 }
 
+/// One agent turn over the adapter `model` makes for a server serving `replies`: the outcome,
+/// and the requests the server received.
+async fn one_turn<M: Model>(
+    provider_fixtures: (&str, [&str; 2]),
+    model: impl FnOnce(&Server) -> M,
+    tool_shape: Provider,
+    message: &str,
+) -> (TurnOutcome, Vec<Received>) {
+    let (provider, names) = provider_fixtures;
+    let server = serve(names.iter().map(|n| fixture(provider, n)).collect()).await;
+    let agent = agent(model(&server), tool_shape);
+    let mut session = agent.session();
+    let outcome = agent.run_turn(&mut session, message).await.expect("turn");
+    let received = server.received.lock().clone();
+    (outcome, received)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_tool_call_then_answer() {
-    let server = serve(vec![
-        fixture("openai", "tool_call"),
-        fixture("openai", "final"),
-    ])
+    let (outcome, received) = one_turn(
+        ("openai", ["tool_call", "final"]),
+        openai,
+        Provider::OpenAiChat,
+        "weather in Oslo?",
+    )
     .await;
-    let agent = agent(openai(&server), Provider::OpenAiChat);
-    let mut session = agent.session();
-    let outcome = agent
-        .run_turn(&mut session, "weather in Oslo?")
-        .await
-        .expect("turn");
     assert_eq!(outcome.answer, "It is clear and 4 degrees in Oslo.");
     assert_eq!(outcome.calls, [("get_weather".to_string(), true)]);
 
-    let received = server.received.lock().clone();
     assert_eq!(received.len(), 2);
     assert_eq!(received[0].path, "/v1/chat/completions");
     assert_eq!(received[0].headers["authorization"], "Bearer test-key");
@@ -218,17 +230,13 @@ async fn openai_tool_call_then_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_parallel_tool_calls_all_run_and_all_results_go_back() {
-    let server = serve(vec![
-        fixture("openai", "parallel_tool_calls"),
-        fixture("openai", "final"),
-    ])
+    let (outcome, received) = one_turn(
+        ("openai", ["parallel_tool_calls", "final"]),
+        openai,
+        Provider::OpenAiChat,
+        "weather and money",
+    )
     .await;
-    let agent = agent(openai(&server), Provider::OpenAiChat);
-    let mut session = agent.session();
-    let outcome = agent
-        .run_turn(&mut session, "weather and money")
-        .await
-        .expect("turn");
     assert_eq!(
         outcome.calls,
         [
@@ -236,7 +244,6 @@ async fn openai_parallel_tool_calls_all_run_and_all_results_go_back() {
             ("convert_currency".to_string(), true)
         ]
     );
-    let received = server.received.lock().clone();
     let messages = received[1].body["messages"]
         .as_array()
         .expect("messages")
@@ -315,24 +322,16 @@ async fn an_unreachable_server_is_a_transport_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_tool_use_then_answer() {
-    let server = serve(vec![
-        fixture("anthropic", "tool_use"),
-        fixture("anthropic", "final"),
-    ])
-    .await;
-    let agent = agent(
-        anthropic(&server).with_system("Be brief."),
+    let (outcome, received) = one_turn(
+        ("anthropic", ["tool_use", "final"]),
+        |server| anthropic(server).with_system("Be brief."),
         Provider::Anthropic,
-    );
-    let mut session = agent.session();
-    let outcome = agent
-        .run_turn(&mut session, "weather in Oslo?")
-        .await
-        .expect("turn");
+        "weather in Oslo?",
+    )
+    .await;
     assert_eq!(outcome.answer, "It is clear and 4 degrees in Oslo.");
     assert_eq!(outcome.calls, [("get_weather".to_string(), true)]);
 
-    let received = server.received.lock().clone();
     assert_eq!(received[0].path, "/v1/messages");
     assert_eq!(received[0].headers["x-api-key"], "test-key");
     assert_eq!(received[0].headers["anthropic-version"], "2023-06-01");
@@ -357,19 +356,15 @@ async fn anthropic_tool_use_then_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_parallel_tool_use_results_go_back_in_one_message() {
-    let server = serve(vec![
-        fixture("anthropic", "parallel_tool_use"),
-        fixture("anthropic", "final"),
-    ])
+    // Tools offered in OpenAI's shape are sent in Anthropic's.
+    let (outcome, received) = one_turn(
+        ("anthropic", ["parallel_tool_use", "final"]),
+        anthropic,
+        Provider::OpenAiChat,
+        "weather and money",
+    )
     .await;
-    let agent = agent(anthropic(&server), Provider::OpenAiChat); // converted to Anthropic's shape
-    let mut session = agent.session();
-    let outcome = agent
-        .run_turn(&mut session, "weather and money")
-        .await
-        .expect("turn");
     assert_eq!(outcome.calls.len(), 2);
-    let received = server.received.lock().clone();
     assert!(received[0].body["tools"][0]["input_schema"].is_object());
     assert!(received[0].body["tools"][0].get("function").is_none());
     let messages = received[1].body["messages"]

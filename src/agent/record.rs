@@ -13,14 +13,14 @@
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::events::TapeError;
+use crate::events::{TapeError, read_jsonl};
 
 use super::model::{Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest};
 
@@ -116,13 +116,6 @@ fn user_turns(messages: &[Message]) -> usize {
         .count()
 }
 
-fn tape_io(path: &Path) -> impl Fn(std::io::Error) -> TapeError + '_ {
-    move |error| TapeError::Io {
-        path: path.to_path_buf(),
-        error,
-    }
-}
-
 /// A [`Model`] that passes each request to `inner` and appends the exchange (errors included)
 /// to a JSONL tape. A tape that cannot be written fails the step, so a recording is never
 /// silently incomplete.
@@ -174,7 +167,10 @@ impl<M: Model> RecordingModel<M> {
             .write(true)
             .truncate(true)
             .open(&path)
-            .map_err(tape_io(&path))?;
+            .map_err(|error| TapeError::Io {
+                path: path.clone(),
+                error,
+            })?;
         Ok(RecordingModel {
             inner,
             path,
@@ -262,23 +258,9 @@ impl ReplayModel {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TapeError> {
         let path = path.as_ref().to_path_buf();
-        let reader = BufReader::new(File::open(&path).map_err(tape_io(&path))?);
-        let mut entries = Vec::new();
-        for (n, line) in reader.lines().enumerate() {
-            let line = line.map_err(tape_io(&path))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let entry = serde_json::from_str(&line).map_err(|error| TapeError::Parse {
-                path: path.clone(),
-                line: n + 1,
-                error,
-            })?;
-            entries.push(entry);
-        }
         Ok(ReplayModel {
+            entries: read_jsonl(&path)?,
             path,
-            entries,
             next: Mutex::new(0),
         })
     }

@@ -36,6 +36,14 @@
 //! bus.emit(&Event::TurnStarted { turn: 2, message: "again".into() });
 //! assert_eq!(*seen.lock().unwrap(), ["turn_started"]);
 //! ```
+//!
+//! # Tape format
+//! UTF-8, one event per line, each line the [`Event`]'s JSON: an object with a `type` tag in
+//! snake_case ([`Event::kind`]) and the variant's fields by name, e.g.
+//! `{"type":"tool_call_pending","ticket":3,"call_id":"c1","tool":"fs/delete","arguments":{}}`.
+//! Durations are `{"secs":u64,"nanos":u32}`; `selection_made` carries the selected tools'
+//! qualified names, not the whole selection. Lines are appended whole (one `write` each), so
+//! a tape cut short by a crash loses at most its last line.
 
 mod bus;
 mod event;
@@ -43,4 +51,5 @@ mod tape;
 
 pub use bus::{EventBus, EventSubscription};
 pub use event::Event;
+pub(crate) use tape::read_jsonl;
 pub use tape::{EventTape, TapeError, read_tape};

@@ -4,13 +4,7 @@
 //! afterwards and for evaluations that run over many. Cost: one JSON serialization and one
 //! `write` per event, on the emitting thread, under a lock shared by the tape's emitters.
 //!
-//! # Format
-//! UTF-8, one event per line, each line the [`Event`]'s JSON: an object with a `type` tag in
-//! snake_case ([`Event::kind`]) and the variant's fields by name, e.g.
-//! `{"type":"tool_call_pending","ticket":3,"call_id":"c1","tool":"fs/delete","arguments":{}}`.
-//! Durations are `{"secs":u64,"nanos":u32}`; `selection_made` carries the selected tools'
-//! qualified names, not the whole selection. Lines are appended whole (one `write` each), so
-//! a tape cut short by a crash loses at most its last line.
+//! The file format is described in the [module documentation](crate::events#tape-format).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -20,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
 
 use super::bus::{EventBus, EventSubscription};
 use super::event::Event;
@@ -94,7 +89,7 @@ impl TapeFile {
     }
 }
 
-/// An event sink that appends every event to a JSONL file (see the [format](self)). Cheap to
+/// An event sink that appends every event to a JSONL file (see the [format](crate::events#tape-format)). Cheap to
 /// clone; `Send + Sync`. A subscriber cannot return an error, so write failures are counted
 /// ([`failed`](Self::failed)) rather than raised.
 ///
@@ -234,24 +229,29 @@ impl EventTape {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_tape(path: impl AsRef<Path>) -> Result<Vec<Event>, TapeError> {
-    let path = path.as_ref();
+    read_jsonl(path.as_ref())
+}
+
+/// The values of a JSONL file, in order, blank lines skipped; a line that is not a `T` fails
+/// with its number.
+pub(crate) fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, TapeError> {
     let io_error = |error| TapeError::Io {
         path: path.to_path_buf(),
         error,
     };
     let reader = BufReader::new(File::open(path).map_err(io_error)?);
-    let mut events = Vec::new();
+    let mut values = Vec::new();
     for (n, line) in reader.lines().enumerate() {
         let line = line.map_err(io_error)?;
         if line.trim().is_empty() {
             continue;
         }
-        let event = serde_json::from_str(&line).map_err(|error| TapeError::Parse {
+        let value = serde_json::from_str(&line).map_err(|error| TapeError::Parse {
             path: path.to_path_buf(),
             line: n + 1,
             error,
         })?;
-        events.push(event);
+        values.push(value);
     }
-    Ok(events)
+    Ok(values)
 }
