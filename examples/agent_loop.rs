@@ -1,13 +1,20 @@
 //! A multi-turn conversation over a realistic catalog with a scripted model (no network):
 //! each turn prints the tools sent and why, the calls the model made, and the answer.
 //!
+//! Tools tagged `write` need approval: a stand-in approver (an event subscriber) approves
+//! sending email and rejects writing files, and the model is told. The model's replies are
+//! recorded to a tape, and the conversation is then replayed from the tape alone.
+//!
 //! Run with `cargo run --release --example agent_loop`.
 
-use capstore::agent::{Agent, Message, Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+use capstore::agent::{
+    Agent, ApprovalPolicy, Approvals, Message, Model, ModelError, ModelReply, ModelRequest,
+    ModelToolCall, RecordingModel, ReplayModel,
+};
 use capstore::context::Reason;
 use capstore::exec::register_tool;
 use capstore::skills::register_skill;
-use capstore::{EventBus, Executor, Skill, Store, Tool, UnselectedCallPolicy};
+use capstore::{Event, EventBus, Executor, Skill, Store, Tool, UnselectedCallPolicy};
 use serde_json::{Value, json};
 
 /// A stand-in for a real model: it calls the offered tool whose name and description share the
@@ -20,14 +27,12 @@ impl Model for ScriptedModel {
             return Ok(ModelReply::Final(format!("Done: {content}")));
         }
         let Some(Message::User { text }) = request.messages.last() else {
-            return Err(ModelError {
-                message: "no user message".into(),
-            });
+            return Err(ModelError::other("no user message"));
         };
         let words: Vec<String> = text
             .to_lowercase()
             .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 2)
+            .filter(|w| w.len() > 3)
             .map(str::to_string)
             .collect();
         // Score each offered tool by the message words found in its name and description.
@@ -89,7 +94,7 @@ fn catalog(store: &Store) -> Result<(), Box<dyn std::error::Error>> {
             Skill::new("email", "Read, search and send email")
                 .with_examples(["email the report to Ana"]),
             vec![
-                ("mail", "send_email", "Send an email message"),
+                ("mail", "send_email", "Send an email message: write"),
                 ("mail", "search_email", "Search the mailbox"),
             ],
         ),
@@ -98,7 +103,7 @@ fn catalog(store: &Store) -> Result<(), Box<dyn std::error::Error>> {
                 .with_examples(["open the notes file"]),
             vec![
                 ("fs", "read_file", "Read a file"),
-                ("fs", "write_file", "Write a file"),
+                ("fs", "write_file", "Write a file: write"),
             ],
         ),
         (
@@ -119,7 +124,13 @@ fn catalog(store: &Store) -> Result<(), Box<dyn std::error::Error>> {
         for (skill, tools) in skills {
             let tool_defs: Vec<Tool> = tools
                 .iter()
-                .map(|(src, name, desc)| Tool::new(*name, *desc).with_source(*src))
+                .map(|(src, name, desc)| match desc.strip_suffix(": write") {
+                    // Tools that change things are tagged `write`: they need approval.
+                    Some(desc) => Tool::new(*name, desc)
+                        .with_source(*src)
+                        .with_tags(["write"]),
+                    None => Tool::new(*name, *desc).with_source(*src),
+                })
                 .collect();
             register_skill(tx, skill, tool_defs)?;
             for (src, name, _) in tools {
@@ -155,25 +166,60 @@ fn describe(reason: &Reason) -> String {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+const MESSAGES: [&str; 6] = [
+    "What's on my calendar tomorrow?",
+    "Book a meeting with Ana at 10",
+    "What is the weather forecast for Oslo?",
+    "Send an email to Ana with the agenda",
+    "Write the notes file",
+    "Open an issue about the crash in the parser",
+];
+
+/// Approves every pending call except writes to files, from another thread, as a person
+/// answering in a UI would.
+fn approver(events: &EventBus, approvals: &Approvals) -> capstore::EventSubscription {
+    let desk = approvals.clone();
+    events.subscribe(move |event| {
+        if let Event::ToolCallPending { ticket, tool, .. } = event {
+            let (desk, ticket, tool) = (desk.clone(), *ticket, tool.clone());
+            std::thread::spawn(move || {
+                let (verb, decided) = if tool == "fs/write_file" {
+                    (
+                        "rejects",
+                        desk.reject(ticket, "files stay as they are today"),
+                    )
+                } else {
+                    ("approves", desk.approve(ticket))
+                };
+                match decided {
+                    Ok(()) => println!("  approver {verb} {tool} (ticket {ticket})"),
+                    Err(e) => println!("  approver: {e}"),
+                }
+            });
+        }
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::new();
     catalog(&store)?;
     let events = EventBus::new();
     let _log = events.subscribe(|e| eprintln!("  event: {}", e.kind()));
+    let approvals = Approvals::new(ApprovalPolicy::destructive());
+    let _approver = approver(&events, &approvals);
     let executor = Executor::new(store.clone())
         .with_policy(UnselectedCallPolicy::AllowAndKeep)
         .with_events(events.clone());
-    let agent = Agent::new(store.clone(), ScriptedModel)
+    let tape =
+        std::env::temp_dir().join(format!("capstore-agent-loop-{}.jsonl", std::process::id()));
+    let agent = Agent::new(store.clone(), RecordingModel::create(ScriptedModel, &tape)?)
         .with_executor(executor)
-        .with_events(events);
+        .with_events(events)
+        .with_approvals(approvals.clone());
     let mut session = agent.session();
-    for message in [
-        "What's on my calendar tomorrow?",
-        "Book a meeting with Ana at 10",
-        "Will it rain in Oslo?",
-        "Open an issue about the crash in the parser",
-    ] {
+    let mut answers = Vec::new();
+    for message in MESSAGES {
         println!("\nuser: {message}");
         let outcome = agent.run_turn(&mut session, message).await?;
         println!("  tools sent (v{}):", outcome.selection.version);
@@ -183,6 +229,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!("  calls: {:?}", outcome.calls);
         println!("  answer: {}", outcome.answer);
+        answers.push(outcome.answer);
     }
+
+    // The same conversation from the tape alone: no model runs. Any change to the selection or
+    // the messages would fail here, naming the request and what differed.
+    let replay = ReplayModel::open(&tape)?;
+    let requests = replay.len();
+    let replay_events = EventBus::new();
+    let _replay_approver = approver(&replay_events, &approvals);
+    let player = Agent::new(store.clone(), replay)
+        .with_executor(Executor::new(store.clone()).with_policy(UnselectedCallPolicy::AllowAndKeep))
+        .with_events(replay_events)
+        .with_approvals(approvals.clone());
+    let mut session = player.session();
+    for (message, recorded) in MESSAGES.iter().zip(&answers) {
+        let outcome = player.run_turn(&mut session, message).await?;
+        assert_eq!(&outcome.answer, recorded, "the replay answers as recorded");
+    }
+    println!(
+        "\nreplayed {requests} model requests from {}: same answers",
+        tape.display()
+    );
+    std::fs::remove_file(&tape).ok();
     Ok(())
 }

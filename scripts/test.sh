@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
-cargo test --release "$@"
+# `models`: the model adapters and their tests against a local HTTP server (tests/models_http.rs).
+cargo test --release --features models "$@"

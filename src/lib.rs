@@ -15,13 +15,16 @@
 //! [`mcp`]: MCP `tools/list` import, `mcpServers` configurations, and (feature `mcp-live`)
 //! live servers. `gateway` (feature `gateway`): `capstore serve`, an MCP server in front of
 //! others. [`provider`]: OpenAI and Anthropic tool shapes.
-//! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus, a minimal loop.
+//! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus (and its JSONL
+//! tape), a minimal loop with approvals and record/replay. `models` (feature `models`):
+//! OpenAI-compatible and Anthropic model adapters.
 //! [`eval`]: selection-quality metrics.
 //!
 //! ## Features
 //! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
 //! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and
-//! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). With
+//! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the
+//! model adapters (reqwest with rustls, as `mcp-live` already uses). With
 //! `default-features = false` the library is the store, BM25, selection and execution only.
 
 pub mod agent;
@@ -35,6 +38,8 @@ pub mod exec;
 pub mod gateway;
 pub mod hooks;
 pub mod mcp;
+#[cfg(feature = "models")]
+pub mod models;
 pub mod provider;
 pub mod skills;
 pub mod store;

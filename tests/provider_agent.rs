@@ -130,9 +130,10 @@ impl Scripted {
 impl Model for Scripted {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         self.seen.lock().push(request.clone());
-        self.replies.lock().pop().ok_or_else(|| ModelError {
-            message: "script exhausted".into(),
-        })
+        self.replies
+            .lock()
+            .pop()
+            .ok_or_else(|| ModelError::other("script exhausted"))
     }
 }
 
@@ -279,7 +280,15 @@ async fn the_agent_emits_turn_and_selection_events_with_the_selection() {
         .await
         .expect("turn");
     let events = seen.lock();
-    assert_eq!(events.len(), 2);
+    assert_eq!(events.len(), 3);
+    assert_eq!(
+        events[2],
+        capstore::Event::TurnFinished {
+            turn: 1,
+            steps: 1,
+            answer: "x".into()
+        }
+    );
     assert!(matches!(
         &events[0],
         capstore::Event::TurnStarted { turn: 1, .. }

@@ -3,6 +3,15 @@
 //! any model: each turn, select tools, call the model, execute its tool calls, repeat until it
 //! answers or a step limit is hit.
 //!
+//! Around the loop:
+//! - **Approval** ([`Approvals`], [`ApprovalPolicy`]): calls to tools that delete, pay or send
+//!   wait for a person ([`Agent::run_turn`]), or suspend the turn as data until the decisions
+//!   come ([`Agent::start_turn`], [`Agent::resume_turn`], [`PendingTurn`]).
+//! - **Record and replay** ([`RecordingModel`], [`ReplayModel`]): a model's replies kept on a
+//!   JSONL tape once and played back in tests, failing loudly when the conversation diverges.
+//! - Events of every turn go to an [`EventBus`](crate::EventBus), and from there to a file with
+//!   [`EventTape`](crate::events::EventTape).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,8 +47,16 @@
 //! # }
 //! ```
 
+mod approval;
 mod model;
+mod record;
 mod run;
+mod suspend;
 
-pub use model::{Message, Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision, Ticket};
+pub use model::{
+    Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
+};
+pub use record::{RecordingModel, ReplayModel, TapeEntry, request_key};
 pub use run::{Agent, AgentError, Session, TurnOutcome};
+pub use suspend::{PendingCall, PendingTurn, TurnStatus};

@@ -3,14 +3,15 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::Selection;
 
 /// One message of the conversation as the loop keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     /// The user's words.
@@ -37,7 +38,7 @@ pub enum Message {
 }
 
 /// A tool call as a model makes it: the exported (provider-safe) name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelToolCall {
     /// The call's id.
     pub id: String,
@@ -59,7 +60,15 @@ pub struct ModelRequest {
 }
 
 /// What a model answers.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// ```
+/// use capstore::agent::ModelReply;
+/// let reply = ModelReply::Final("hi".into());
+/// assert_eq!(serde_json::to_value(&reply)?, serde_json::json!({"final": "hi"}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ModelReply {
     /// A final answer: the turn ends.
     Final(String),
@@ -67,11 +76,82 @@ pub enum ModelReply {
     ToolCalls(Vec<ModelToolCall>),
 }
 
-/// A model failed to answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What kind of failure a [`ModelError`] is, for code that retries or reports.
+///
+/// ```
+/// use capstore::agent::ModelErrorKind;
+/// assert_eq!(ModelErrorKind::default(), ModelErrorKind::Other);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModelErrorKind {
+    /// Anything else (a model of your own that failed).
+    #[default]
+    Other,
+    /// The model's server could not be reached, or the connection failed mid-reply.
+    Transport,
+    /// The server answered with an error status.
+    Http {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The server refused for now (HTTP 429, or a provider's overload status): try again later.
+    RateLimited {
+        /// How long the server asked to wait (`retry-after`), when it said.
+        retry_after: Option<Duration>,
+    },
+    /// The reply was not shaped as the provider documents it.
+    Malformed,
+    /// The model is not set up: a missing key, a bad base URL.
+    Config,
+    /// A [`ReplayModel`](super::ReplayModel) was asked something its tape does not hold.
+    ReplayDiverged {
+        /// The request's number on the tape, from 1.
+        request: usize,
+        /// The user turn it belongs to (the count of user messages in it).
+        turn: usize,
+    },
+}
+
+/// A model failed to answer: what kind of failure, and a message saying what happened.
+///
+/// ```
+/// use capstore::agent::{ModelError, ModelErrorKind};
+/// let err = ModelError::new(ModelErrorKind::Http { status: 500 }, "HTTP 500: upstream failed");
+/// assert_eq!(err.to_string(), "model error: HTTP 500: upstream failed");
+/// assert_eq!(ModelError::other("offline").kind, ModelErrorKind::Other);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelError {
+    /// What kind of failure.
+    #[serde(default)]
+    pub kind: ModelErrorKind,
     /// What went wrong.
     pub message: String,
+}
+
+impl ModelError {
+    /// An error of `kind`.
+    ///
+    /// ```
+    /// let err = capstore::agent::ModelError::new(capstore::agent::ModelErrorKind::Malformed, "no choices");
+    /// assert_eq!(err.message, "no choices");
+    /// ```
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// An error of kind [`Other`](ModelErrorKind::Other).
+    ///
+    /// ```
+    /// assert_eq!(capstore::agent::ModelError::other("down").message, "down");
+    /// ```
+    pub fn other(message: impl Into<String>) -> Self {
+        ModelError::new(ModelErrorKind::Other, message)
+    }
 }
 
 impl fmt::Display for ModelError {

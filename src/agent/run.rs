@@ -1,5 +1,6 @@
 //! The loop itself.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,8 +15,11 @@ use crate::events::{Event, EventBus};
 use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
+use crate::tables::TOOLS;
 
+use super::approval::{Approvals, Decision, Ticket, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
+use super::suspend::{Gate, PendingCall, PendingTurn, TurnState, TurnStatus};
 
 /// Why a turn could not finish.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +35,18 @@ pub enum AgentError {
         /// The limit.
         steps: usize,
     },
+    /// [`Agent::resume_turn`]: the session is not suspended at this pending turn (it was
+    /// resumed already, or belongs to another session). Nothing ran.
+    NotSuspended {
+        /// The pending turn's number.
+        turn: u64,
+    },
+    /// [`Agent::resume_turn`]: these tickets have no decision. Nothing ran; the session is
+    /// still suspended.
+    Undecided {
+        /// The tickets without a decision.
+        tickets: Vec<Ticket>,
+    },
 }
 
 impl fmt::Display for AgentError {
@@ -41,6 +57,14 @@ impl fmt::Display for AgentError {
             AgentError::Model(e) => e.fmt(f),
             AgentError::StepLimit { steps } => {
                 write!(f, "no final answer after {steps} model steps")
+            }
+            AgentError::NotSuspended { turn } => write!(
+                f,
+                "turn {turn} is not suspended in this session (already resumed, or another session's)"
+            ),
+            AgentError::Undecided { tickets } => {
+                let list: Vec<String> = tickets.iter().map(Ticket::to_string).collect();
+                write!(f, "no decision for ticket(s) {}", list.join(", "))
             }
         }
     }
@@ -64,7 +88,8 @@ impl From<ModelError> for AgentError {
     }
 }
 
-/// One conversation's state across turns: messages, the selection state, the turn counter.
+/// One conversation's state across turns: messages, the selection state, the turn counter,
+/// and the turn it is suspended at, if any.
 #[derive(Debug, Default)]
 pub struct Session {
     /// The messages so far, oldest first.
@@ -72,6 +97,39 @@ pub struct Session {
     /// The selection state (history, recent tools, last selection, discovered tools).
     pub conversation: Conversation,
     turns: u64,
+    /// The id of the [`PendingTurn`] this session waits at; cleared when resumed, so that a
+    /// pending turn resumes once.
+    suspended: Option<u64>,
+}
+
+impl Session {
+    /// A session to resume `pending` in, for when the one that suspended is gone (another
+    /// process): it holds the conversation's messages up to the pending step, and waits at
+    /// `pending`. The selection state (recent tools, history) starts empty.
+    ///
+    /// ```
+    /// # fn demo(pending: &capstore::agent::PendingTurn) {
+    /// let session = capstore::agent::Session::resuming(pending);
+    /// assert_eq!(session.messages, pending.messages);
+    /// # }
+    /// ```
+    pub fn resuming(pending: &PendingTurn) -> Self {
+        Session {
+            messages: pending.messages.clone(),
+            conversation: Conversation::default(),
+            turns: pending.turn,
+            suspended: Some(pending.id),
+        }
+    }
+
+    /// Whether the session waits at a suspended turn.
+    ///
+    /// ```
+    /// assert!(!capstore::agent::Session::default().is_suspended());
+    /// ```
+    pub fn is_suspended(&self) -> bool {
+        self.suspended.is_some()
+    }
 }
 
 /// What one turn produced.
@@ -99,6 +157,7 @@ pub struct Agent<M> {
     provider: Provider,
     max_steps: usize,
     offer_search_tools: bool,
+    approvals: Option<Approvals>,
     export: Mutex<Option<Arc<ToolExport>>>,
 }
 
@@ -122,6 +181,7 @@ impl<M: Model> Agent<M> {
             provider: Provider::OpenAiChat,
             max_steps: 8,
             offer_search_tools: true,
+            approvals: None,
             export: Mutex::new(None),
         }
     }
@@ -209,6 +269,23 @@ impl<M: Model> Agent<M> {
         self
     }
 
+    /// Calls to the tools `approvals`' policy names wait for a decision on its desk (keep a
+    /// clone to approve or reject), or suspend the turn under [`start_turn`](Self::start_turn).
+    /// Give the agent an event bus to learn the tickets (`ToolCallPending`).
+    ///
+    /// ```
+    /// # use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest};
+    /// # struct M; impl Model for M { async fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> { Ok(ModelReply::Final(String::new())) } }
+    /// use capstore::agent::{ApprovalPolicy, Approvals};
+    /// let approvals = Approvals::new(ApprovalPolicy::destructive());
+    /// let agent = Agent::new(capstore::Store::new(), M).with_approvals(approvals.clone());
+    /// # let _ = agent;
+    /// ```
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
+
     /// A new, empty session.
     ///
     /// ```
@@ -236,13 +313,136 @@ impl<M: Model> Agent<M> {
     /// registered tool, selected or not, under the executor's policy), feed back the results,
     /// repeat. Tool failures go back to the model as error results; they do not end the turn.
     ///
+    /// Calls that need approval ([`with_approvals`](Self::with_approvals)) wait on their
+    /// ticket, all of one step's tickets opened at once, each call run as soon as it is approved;
+    /// a rejected or timed-out call goes back to the model as an error result saying so.
+    ///
     /// See the [module example](crate::agent).
     pub async fn run_turn(
         &self,
         session: &mut Session,
         user_message: &str,
     ) -> Result<TurnOutcome, AgentError> {
+        let (state, selection) = self.begin(session, user_message)?;
+        match self.drive(session, state, selection, None, false).await? {
+            TurnStatus::Finished(outcome) => Ok(outcome),
+            // `drive` suspends only when asked to; kept as an error rather than a panic.
+            TurnStatus::Suspended(pending) => Err(AgentError::Undecided {
+                tickets: pending.tickets(),
+            }),
+        }
+    }
+
+    /// Runs one user turn like [`run_turn`](Self::run_turn), except that a step whose calls
+    /// need approval does not wait: the turn stops there and returns
+    /// [`TurnStatus::Suspended`] with a [`PendingTurn`] (serializable, to keep until the
+    /// decisions come), after emitting `ToolCallPending` for each of its tickets. Continue it
+    /// with [`resume_turn`](Self::resume_turn).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::collections::HashMap;
+    /// use capstore::agent::{Agent, ApprovalPolicy, Approvals, Decision, Message, Model, ModelError,
+    ///     ModelReply, ModelRequest, ModelToolCall, PendingTurn, TurnStatus};
+    /// use capstore::{exec::register_tool, Store, Tool};
+    /// use serde_json::json;
+    ///
+    /// struct Deleter;
+    /// impl Model for Deleter {
+    ///     async fn complete(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
+    ///         Ok(match req.messages.last() {
+    ///             Some(Message::ToolResult { content, .. }) => ModelReply::Final(content.to_string()),
+    ///             _ => ModelReply::ToolCalls(vec![ModelToolCall {
+    ///                 id: "c1".into(), name: "delete_file".into(), arguments: json!({}),
+    ///             }]),
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// let store = Store::new();
+    /// store.write(|tx| register_tool(tx, Tool::new("delete_file", "Delete a file").with_tags(["write"]),
+    ///     |_| async { Ok(json!("deleted")) }))?;
+    /// let agent = Agent::new(store, Deleter)
+    ///     .with_approvals(Approvals::new(ApprovalPolicy::destructive()));
+    /// let mut session = agent.session();
+    /// let TurnStatus::Suspended(pending) = agent.start_turn(&mut session, "delete it").await? else {
+    ///     panic!("the call needs approval");
+    /// };
+    /// // Days later, perhaps in another process:
+    /// let kept = serde_json::to_string(&pending)?;
+    /// let pending: PendingTurn = serde_json::from_str(&kept)?;
+    /// let decisions = HashMap::from([(pending.tickets()[0], Decision::Approve)]);
+    /// let TurnStatus::Finished(outcome) = agent.resume_turn(&mut session, &pending, &decisions).await? else {
+    ///     panic!("nothing else to approve");
+    /// };
+    /// assert_eq!(outcome.answer, "\"deleted\"");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn start_turn(
+        &self,
+        session: &mut Session,
+        user_message: &str,
+    ) -> Result<TurnStatus, AgentError> {
+        let (state, selection) = self.begin(session, user_message)?;
+        self.drive(session, state, selection, None, true).await
+    }
+
+    /// Continues a turn [suspended](Self::start_turn) in `session`, with a decision for each of
+    /// its tickets; may suspend again at a later step. Fails, running nothing, if `session` is
+    /// not suspended at `pending` ([`AgentError::NotSuspended`]: e.g. it was resumed already,
+    /// so no call runs twice) or a ticket has no decision ([`AgentError::Undecided`]; the
+    /// session stays suspended). Decisions for other tickets are ignored.
+    ///
+    /// See [`start_turn`](Self::start_turn) for an example.
+    pub async fn resume_turn(
+        &self,
+        session: &mut Session,
+        pending: &PendingTurn,
+        decisions: &HashMap<Ticket, Decision>,
+    ) -> Result<TurnStatus, AgentError> {
+        if session.suspended != Some(pending.id) {
+            return Err(AgentError::NotSuspended { turn: pending.turn });
+        }
+        let undecided: Vec<Ticket> = pending
+            .tickets()
+            .into_iter()
+            .filter(|t| !decisions.contains_key(t))
+            .collect();
+        if !undecided.is_empty() {
+            return Err(AgentError::Undecided { tickets: undecided });
+        }
+        session.suspended = None;
+        let calls = pending
+            .calls
+            .iter()
+            .map(|call| {
+                let gate = match call.ticket.and_then(|t| decisions.get(&t)) {
+                    Some(decision) => Gate::Decided(decision.clone().into()),
+                    None => Gate::Free,
+                };
+                (call.clone(), gate)
+            })
+            .collect();
+        self.drive(
+            session,
+            pending.state.clone(),
+            Arc::clone(&pending.selection),
+            Some(calls),
+            true,
+        )
+        .await
+    }
+
+    /// The start of a turn: the selection and the tools to offer.
+    fn begin(
+        &self,
+        session: &mut Session,
+        user_message: &str,
+    ) -> Result<(TurnState, Arc<Selection>), AgentError> {
         session.turns += 1;
+        session.suspended = None;
         let turn_no = session.turns;
         self.emit(Event::TurnStarted {
             turn: turn_no,
@@ -272,53 +472,195 @@ impl<M: Model> Agent<M> {
             let def = search_tools_definition();
             tools.push(export.tool_json(self.provider, SEARCH_TOOLS, &def));
         }
-        let selected: Vec<String> = selection.keys().map(str::to_string).collect();
         session.messages.push(Message::User {
             text: user_message.to_string(),
         });
+        let state = TurnState {
+            turn: turn_no,
+            step: 0,
+            tools,
+            selected: selection.keys().map(str::to_string).collect(),
+            calls: Vec::new(),
+        };
+        Ok((state, selection))
+    }
 
-        let mut calls = Vec::new();
-        for step in 1..=self.max_steps {
+    /// The model steps of a turn, from `state`: first the calls of a resumed step (`ready`),
+    /// then ask the model, gate and run its calls, until it answers, the step limit, or (when
+    /// `suspend`) a step with calls needing approval.
+    async fn drive(
+        &self,
+        session: &mut Session,
+        mut state: TurnState,
+        selection: Arc<Selection>,
+        mut ready: Option<Vec<(PendingCall, Gate)>>,
+        suspend: bool,
+    ) -> Result<TurnStatus, AgentError> {
+        let snapshot = self.store.snapshot();
+        let export = self.export_for(&snapshot)?;
+        loop {
+            if let Some(calls) = ready.take() {
+                for (call, gate) in calls {
+                    let (key, content, ok) = self
+                        .gated_call(&snapshot, session, &call, gate, &state.selected)
+                        .await;
+                    state.calls.push((key, ok));
+                    session.messages.push(Message::ToolResult {
+                        call_id: call.call.id,
+                        content,
+                        is_error: !ok,
+                    });
+                }
+            }
+            if state.step >= self.max_steps {
+                return Err(AgentError::StepLimit {
+                    steps: self.max_steps,
+                });
+            }
+            state.step += 1;
             let request = ModelRequest {
                 messages: session.messages.clone(),
-                tools: tools.clone(),
+                tools: state.tools.clone(),
                 selection: Arc::clone(&selection),
             };
-            match self.model.complete(&request).await? {
+            let model_calls = match self.model.complete(&request).await? {
                 ModelReply::Final(answer) => {
                     session.messages.push(Message::Assistant {
                         text: answer.clone(),
                         tool_calls: Vec::new(),
                     });
-                    return Ok(TurnOutcome {
+                    self.emit(Event::TurnFinished {
+                        turn: state.turn,
+                        steps: state.step,
+                        answer: answer.clone(),
+                    });
+                    return Ok(TurnStatus::Finished(TurnOutcome {
                         answer,
-                        steps: step,
+                        steps: state.step,
                         selection,
-                        calls,
-                    });
+                        calls: state.calls,
+                    }));
                 }
-                ModelReply::ToolCalls(model_calls) => {
-                    session.messages.push(Message::Assistant {
-                        text: String::new(),
-                        tool_calls: model_calls.clone(),
-                    });
-                    for call in model_calls {
-                        let (key, content, ok) = self
-                            .run_call(&snapshot, &export, session, &call, &selected)
-                            .await;
-                        calls.push((key, ok));
-                        session.messages.push(Message::ToolResult {
-                            call_id: call.id,
-                            content,
-                            is_error: !ok,
-                        });
-                    }
-                }
+                ModelReply::ToolCalls(calls) => calls,
+            };
+            session.messages.push(Message::Assistant {
+                text: String::new(),
+                tool_calls: model_calls.clone(),
+            });
+            let snap = &snapshot;
+            let calls: Vec<(PendingCall, bool)> = model_calls
+                .into_iter()
+                .map(|call| {
+                    // Map the provider-safe name back; a name the export does not know may be a
+                    // qualified name already (models sometimes echo them).
+                    let key = export.resolve(&call.name).unwrap_or(&call.name).to_string();
+                    let gated = self.needs_approval(snap, &key);
+                    let pending = PendingCall {
+                        call,
+                        tool: key,
+                        ticket: None,
+                    };
+                    (pending, gated)
+                })
+                .collect();
+            let approvals = self
+                .approvals
+                .as_ref()
+                .filter(|_| calls.iter().any(|c| c.1));
+            let Some(approvals) = approvals else {
+                ready = Some(calls.into_iter().map(|(c, _)| (c, Gate::Free)).collect());
+                continue;
+            };
+            if suspend {
+                let calls: Vec<PendingCall> = calls
+                    .into_iter()
+                    .map(|(mut call, gated)| {
+                        if gated {
+                            call.ticket = Some(approvals.issue());
+                            self.emit_pending(&call);
+                        }
+                        call
+                    })
+                    .collect();
+                let pending = PendingTurn::new(state, calls, session.messages.clone(), selection);
+                session.suspended = Some(pending.id);
+                return Ok(TurnStatus::Suspended(pending));
             }
+            // Every ticket of the step opens before any call runs, so the person sees them all.
+            ready = Some(
+                calls
+                    .into_iter()
+                    .map(|(mut call, gated)| {
+                        if !gated {
+                            return (call, Gate::Free);
+                        }
+                        let waiting = approvals.open();
+                        call.ticket = Some(waiting.ticket);
+                        self.emit_pending(&call);
+                        (call, Gate::Wait(waiting))
+                    })
+                    .collect(),
+            );
         }
-        Err(AgentError::StepLimit {
-            steps: self.max_steps,
-        })
+    }
+
+    fn needs_approval(&self, snapshot: &Snapshot, key: &str) -> bool {
+        let Some(approvals) = &self.approvals else {
+            return false;
+        };
+        if self.offer_search_tools && key == SEARCH_TOOLS {
+            return false;
+        }
+        let tool = snapshot.get(&TOOLS, key).ok().flatten();
+        approvals.policy().requires(key, tool)
+    }
+
+    fn emit_pending(&self, call: &PendingCall) {
+        if let Some(ticket) = call.ticket {
+            self.emit(Event::ToolCallPending {
+                ticket,
+                call_id: call.call.id.clone(),
+                tool: call.tool.clone(),
+                arguments: call.call.arguments.clone(),
+            });
+        }
+    }
+
+    /// Runs one call once its gate allows: returns the qualified name, the content for the
+    /// model, and whether it succeeded.
+    async fn gated_call(
+        &self,
+        snapshot: &Snapshot,
+        session: &mut Session,
+        call: &PendingCall,
+        gate: Gate,
+        selected: &[String],
+    ) -> (String, Value, bool) {
+        let verdict = match gate {
+            Gate::Free => Verdict::Run,
+            Gate::Wait(waiting) => waiting.verdict().await,
+            Gate::Decided(verdict) => verdict,
+        };
+        if let Some(ticket) = call.ticket {
+            let (call_id, tool) = (call.call.id.clone(), call.tool.clone());
+            self.emit(match &verdict {
+                Verdict::Run => Event::ToolCallApproved {
+                    ticket,
+                    call_id,
+                    tool,
+                },
+                Verdict::Refuse(reason) => Event::ToolCallRejected {
+                    ticket,
+                    call_id,
+                    tool,
+                    reason: reason.clone(),
+                },
+            });
+        }
+        match verdict {
+            Verdict::Run => self.run_call(snapshot, session, call, selected).await,
+            Verdict::Refuse(reason) => (call.tool.clone(), json!(reason), false),
+        }
     }
 
     /// Runs one model tool call; returns the qualified name, the content for the model, and
@@ -326,12 +668,12 @@ impl<M: Model> Agent<M> {
     async fn run_call(
         &self,
         snapshot: &Snapshot,
-        export: &ToolExport,
         session: &mut Session,
-        call: &super::model::ModelToolCall,
+        call: &PendingCall,
         selected: &[String],
     ) -> (String, Value, bool) {
-        if self.offer_search_tools && call.name == SEARCH_TOOLS {
+        let (key, call) = (call.tool.clone(), &call.call);
+        if self.offer_search_tools && key == SEARCH_TOOLS {
             return match search_tools(snapshot, &call.arguments) {
                 Ok(found) => {
                     session
@@ -342,9 +684,6 @@ impl<M: Model> Agent<M> {
                 Err(e) => (SEARCH_TOOLS.to_string(), json!(e.to_string()), false),
             };
         }
-        // Map the provider-safe name back; a name the export does not know may be a qualified
-        // name already (models sometimes echo them).
-        let key = export.resolve(&call.name).unwrap_or(&call.name).to_string();
         let tool_call = ToolCall::new(call.id.clone(), key.clone(), call.arguments.clone());
         match self.executor.execute(tool_call, selected).await {
             Ok(out) => {

@@ -3,13 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use crate::agent::Ticket;
 use crate::context::Selection;
 
 /// Something that happened in the agent, as told to [`EventBus`](super::EventBus) subscribers.
 ///
-/// Serialized with a `type` tag in snake_case, for logs and traces.
+/// Serialized with a `type` tag in snake_case, for logs and traces, and read back the same way
+/// (see [`EventTape`](super::EventTape) for the file format). Durations are
+/// `{"secs": u64, "nanos": u32}`.
 ///
 /// ```
 /// use capstore::Event;
@@ -21,7 +25,7 @@ use crate::context::Selection;
 /// );
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A user turn started.
@@ -40,7 +44,7 @@ pub enum Event {
         /// Qualified names of the selected tools, in the order they are offered.
         tools: Vec<String>,
         /// The whole selection: every tool's reasons, the near misses, the query. Not
-        /// serialized (the tool list above is its summary).
+        /// serialized (the tool list above is its summary); read back as an empty selection.
         #[serde(skip)]
         selection: Arc<Selection>,
     },
@@ -80,6 +84,50 @@ pub enum Event {
         /// The hook's reason.
         reason: String,
     },
+    /// A call needs a person's approval and waits on `ticket` (the agent's
+    /// [`Approvals`](crate::agent::Approvals)), or is part of a suspended turn. Comes before any
+    /// other event of the call; then `ToolCallApproved` (and the executor's events) or
+    /// `ToolCallRejected`.
+    ToolCallPending {
+        /// The ticket to approve or reject.
+        ticket: Ticket,
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// The arguments the model gave, for the person to judge.
+        arguments: Value,
+    },
+    /// The pending call was approved; it runs next.
+    ToolCallApproved {
+        /// The ticket.
+        ticket: Ticket,
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name.
+        tool: String,
+    },
+    /// The pending call was rejected, or not approved in time; it did not run, and the model is
+    /// told `reason`. The call's last event.
+    ToolCallRejected {
+        /// The ticket.
+        ticket: Ticket,
+        /// The call's id.
+        call_id: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// Why, as the model reads it.
+        reason: String,
+    },
+    /// A turn ended with the model's answer.
+    TurnFinished {
+        /// The turn's number.
+        turn: u64,
+        /// How many times the model was called in the turn.
+        steps: usize,
+        /// The answer.
+        answer: String,
+    },
     /// A commit changed the store.
     CatalogChanged {
         /// The new version.
@@ -104,11 +152,16 @@ impl Event {
             Event::ToolCallFinished { .. } => "tool_call_finished",
             Event::ToolCallFailed { .. } => "tool_call_failed",
             Event::HookDenied { .. } => "hook_denied",
+            Event::ToolCallPending { .. } => "tool_call_pending",
+            Event::ToolCallApproved { .. } => "tool_call_approved",
+            Event::ToolCallRejected { .. } => "tool_call_rejected",
+            Event::TurnFinished { .. } => "turn_finished",
             Event::CatalogChanged { .. } => "catalog_changed",
         }
     }
 
-    /// The call id of a tool-call event (started, finished, failed, hook denied).
+    /// The call id of a tool-call event (started, finished, failed, hook denied, pending,
+    /// approved, rejected).
     ///
     /// ```
     /// use capstore::Event;
@@ -121,7 +174,10 @@ impl Event {
             Event::ToolCallStarted { call_id, .. }
             | Event::ToolCallFinished { call_id, .. }
             | Event::ToolCallFailed { call_id, .. }
-            | Event::HookDenied { call_id, .. } => Some(call_id),
+            | Event::HookDenied { call_id, .. }
+            | Event::ToolCallPending { call_id, .. }
+            | Event::ToolCallApproved { call_id, .. }
+            | Event::ToolCallRejected { call_id, .. } => Some(call_id),
             _ => None,
         }
     }

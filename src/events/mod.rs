@@ -12,7 +12,13 @@
 //!   [`Event::ToolCallFailed`]: the [`Executor`](crate::exec::Executor), per call, always
 //!   `ToolCallStarted`, then `HookDenied` if a hook denied the call, then exactly one of
 //!   `ToolCallFinished` or `ToolCallFailed` (see [`Executor::execute`](crate::exec::Executor::execute)).
+//! - [`Event::ToolCallPending`], then [`Event::ToolCallApproved`] or [`Event::ToolCallRejected`]:
+//!   the [`Agent`](crate::agent::Agent), for a call that needs approval, before the executor's
+//!   events of that call (a rejected call has none). [`Event::TurnFinished`]: the agent, last
+//!   in a turn that answered.
 //! - [`Event::CatalogChanged`]: [`EventBus::follow_store`], once per commit, in version order.
+//!
+//! [`EventTape`] appends every event to a JSONL file; [`read_tape`] reads one back.
 //!
 //! Events emitted by one thread (or one task) reach each subscriber in the order they were
 //! emitted. Events emitted concurrently by different threads may interleave.
@@ -30,9 +36,20 @@
 //! bus.emit(&Event::TurnStarted { turn: 2, message: "again".into() });
 //! assert_eq!(*seen.lock().unwrap(), ["turn_started"]);
 //! ```
+//!
+//! # Tape format
+//! UTF-8, one event per line, each line the [`Event`]'s JSON: an object with a `type` tag in
+//! snake_case ([`Event::kind`]) and the variant's fields by name, e.g.
+//! `{"type":"tool_call_pending","ticket":3,"call_id":"c1","tool":"fs/delete","arguments":{}}`.
+//! Durations are `{"secs":u64,"nanos":u32}`; `selection_made` carries the selected tools'
+//! qualified names, not the whole selection. Lines are appended whole (one `write` each), so
+//! a tape cut short by a crash loses at most its last line.
 
 mod bus;
 mod event;
+mod tape;
 
 pub use bus::{EventBus, EventSubscription};
 pub use event::Event;
+pub(crate) use tape::read_jsonl;
+pub use tape::{EventTape, TapeError, read_tape};
