@@ -400,3 +400,73 @@ fn calls_are_concurrent_and_cancellation_reaches_upstream() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--http ADDR`: the Python SDK's Streamable HTTP client against the gateway on loopback; an
+/// address off loopback is refused before anything starts.
+#[test]
+fn streamable_http_serves_the_python_client_on_loopback_only() {
+    let work = scratch("http");
+    let config = work.join("mcp.json");
+    let script = root().join("tests/fixtures/mcp/servers/fault_server.py");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"f": {"command": "python3", "args": [script, "ok"]}}}).to_string(),
+    )
+    .expect("config");
+    let config = config.to_str().expect("utf-8");
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_capstore"))
+        .args(["serve", "--mcp-config", config, "--http", "0.0.0.0:8808"])
+        .output()
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("loopback addresses only"), "{stderr}");
+
+    // A port that was free a moment ago.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_capstore"))
+        .args(["serve", "--mcp-config", config, "--http", &addr])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    // Serving once it says so on stderr (after its upstream server is connected).
+    let stderr = BufReader::new(gateway.stderr.take().expect("stderr"));
+    let (ready_tx, ready) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.starts_with("serving MCP at http://") {
+                let _ = ready_tx.send(line);
+            }
+        }
+    });
+    let line = ready.recv_timeout(Duration::from_secs(30));
+    let client = line.as_ref().ok().map(|_| {
+        Command::new(installed("venv/bin/python"))
+            .arg(root().join("tests/gateway/http_client.py"))
+            .arg(format!("http://{addr}/mcp"))
+            .current_dir(root())
+            .output()
+            .expect("the client runs")
+    });
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    let _ = std::fs::remove_dir_all(&work);
+    assert_eq!(
+        line.as_deref().ok(),
+        Some(&*format!("serving MCP at http://{addr}/mcp"))
+    );
+    let out = client.expect("ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("gateway-http: 6 passed, 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
