@@ -104,8 +104,8 @@ pub struct Session {
 
 impl Session {
     /// A session to resume `pending` in, for when the one that suspended is gone (another
-    /// process): it holds the conversation's messages up to the pending step, and waits at
-    /// `pending`. The selection state (recent tools, history) starts empty.
+    /// process): it holds the conversation's messages up to the pending step and its selection
+    /// state (history, recent tools, the tool list), and waits at `pending`.
     ///
     /// ```
     /// # fn demo(pending: &capstore::agent::PendingTurn) {
@@ -116,7 +116,7 @@ impl Session {
     pub fn resuming(pending: &PendingTurn) -> Self {
         Session {
             messages: pending.messages.clone(),
-            conversation: Conversation::default(),
+            conversation: pending.conversation.clone(),
             turns: pending.turn,
             suspended: Some(pending.id),
         }
@@ -582,7 +582,13 @@ impl<M: Model> Agent<M> {
                         call
                     })
                     .collect();
-                let pending = PendingTurn::new(state, calls, session.messages.clone(), selection);
+                let pending = PendingTurn::new(
+                    state,
+                    calls,
+                    session.messages.clone(),
+                    session.conversation.clone(),
+                    selection,
+                );
                 session.suspended = Some(pending.id);
                 return Ok(TurnStatus::Suspended(pending));
             }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::Selection;
+use crate::context::{Conversation, Selection};
 
 use super::approval::{Ticket, Verdict, Waiting};
 use super::model::{Message, ModelToolCall};
@@ -69,6 +69,10 @@ pub struct PendingTurn {
     pub calls: Vec<PendingCall>,
     /// The conversation up to and including the model's calls.
     pub messages: Vec<Message>,
+    /// The selection state of the session (earlier messages, recent tools, the tool list), so
+    /// that a session rebuilt elsewhere ([`Session::resuming`](super::Session::resuming))
+    /// selects its next turns as the one that suspended would.
+    pub conversation: Conversation,
     pub(crate) state: TurnState,
     #[serde(skip)]
     pub(crate) selection: Arc<Selection>,
@@ -79,6 +83,7 @@ impl PendingTurn {
         state: TurnState,
         calls: Vec<PendingCall>,
         messages: Vec<Message>,
+        conversation: Conversation,
         selection: Arc<Selection>,
     ) -> Self {
         let id = calls.iter().find_map(|c| c.ticket).map_or(0, |t| t.0);
@@ -87,6 +92,7 @@ impl PendingTurn {
             turn: state.turn,
             calls,
             messages,
+            conversation,
             state,
             selection,
         }

@@ -149,7 +149,8 @@ const MEMORY: usize = 16;
 
 /// The state a [`Turn`] needs, kept across an agent's turns: earlier messages, recently used
 /// tools, the last selection (with how long each of its tools has gone unneeded) and
-/// discovered tools.
+/// discovered tools. It serializes (serde), so that a conversation can be kept and resumed
+/// elsewhere.
 ///
 /// ```
 /// use capstore::context::{Conversation, ContextBuilder};
@@ -169,7 +170,7 @@ const MEMORY: usize = 16;
 /// assert_eq!(next.recent_tools, ["get_weather"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Conversation {
     messages: VecDeque<String>,
     recent_tools: VecDeque<String>,
