@@ -415,7 +415,14 @@ async fn a_suspended_turn_resumes_once_from_its_serialized_form() {
     let pending: capstore::agent::PendingTurn = serde_json::from_str(&kept).expect("reads back");
     let mut restored = Session::resuming(&pending);
     assert_eq!(restored.conversation, session.conversation);
-    assert!(!restored.conversation.clone().next_turn("x").history.is_empty());
+    assert!(
+        !restored
+            .conversation
+            .clone()
+            .next_turn("x")
+            .history
+            .is_empty()
+    );
     let decisions = HashMap::from([(pending.tickets()[0], Decision::Approve)]);
     let TurnStatus::Finished(outcome) = other
         .resume_turn(&mut restored, &pending, &decisions)

@@ -12,7 +12,7 @@
 //!   appended), so a provider that caches the request by prefix (tools come first in OpenAI's
 //!   and Anthropic's requests) reuses all of it;
 //! - **tokens**: estimated tokens of the tool definitions sent
-//!   ([`estimate_tokens`](crate::context::estimate_tokens));
+//!   ([`estimate_tokens`]);
 //! - **cached tokens**: the tokens of the longest common prefix of this turn's list and the
 //!   last one: what the provider's cache can still serve of the tool definitions.
 //!

@@ -3,7 +3,8 @@
 //! and score the rankings (Recall@k, nDCG@k, MRR@k, C@k).
 //!
 //! Conversations are measured turn by turn by [`run_conversations`] (recall of each turn's
-//! tools, prefix stability of the tool list, tokens sent and tokens a prompt cache keeps).
+//! tools, prefix stability of the tool list, tokens sent and tokens a prompt cache keeps); the
+//! [`conversations`] module says how, and gives the file format.
 //!
 //! This is what the `capstore eval` command runs; see `BENCHMARKS.md` ("Selection quality").
 //!
@@ -43,7 +44,7 @@
 //! # Ok::<(), capstore::eval::EvalError>(())
 //! ```
 
-mod conversations;
+pub mod conversations;
 mod load;
 mod metrics;
 mod run;
