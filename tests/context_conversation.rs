@@ -331,3 +331,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_tool_listed_twice_is_carried_once_in_its_first_place() {
+    let store = store();
+    let turn = Turn::new("weather").with_previous([
+        key("cache"),
+        key("weather"),
+        key("cache"),
+        key("weather"),
+        key("pods"),
+    ]);
+    let s = builder(10, 3)
+        .select(&store.snapshot(), &turn)
+        .expect("select");
+    assert_eq!(keys(&s), [key("cache"), key("weather"), key("pods")]);
+}

@@ -590,7 +590,7 @@ impl<M: Model> Agent<M> {
                     selection,
                 );
                 session.suspended = Some(pending.id);
-                return Ok(TurnStatus::Suspended(pending));
+                return Ok(TurnStatus::Suspended(Box::new(pending)));
             }
             // Every ticket of the step opens before any call runs, so the person sees them all.
             ready = Some(

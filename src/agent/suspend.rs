@@ -117,8 +117,8 @@ impl PendingTurn {
 pub enum TurnStatus {
     /// The model answered.
     Finished(TurnOutcome),
-    /// The turn waits for decisions.
-    Suspended(PendingTurn),
+    /// The turn waits for decisions (boxed: a pending turn carries the conversation so far).
+    Suspended(Box<PendingTurn>),
 }
 
 /// What lets a call run: nothing, a ticket being waited on, or a decision already made.

@@ -2,7 +2,7 @@
 //! a re-pack by staleness when the list outgrows the policy's limits (the cache model:
 //! [the module's docs](super#the-tool-list-across-turns)).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::Tool;
@@ -54,6 +54,8 @@ impl ContextBuilder {
             .filter_map(|(i, t)| t.as_ref().map(|t| (Arc::clone(&t.key), i)))
             .collect();
         let mut list: Vec<Slot> = Vec::with_capacity(previous.len() + needed.len());
+        // A name listed twice is carried once, in its first place.
+        let mut carried: HashSet<&str> = HashSet::with_capacity(previous.len());
         for kept in previous {
             if let Some(&i) = position.get(kept.key.as_str()) {
                 if let Some(tool) = needed.get_mut(i).and_then(Option::take) {
@@ -61,7 +63,7 @@ impl ContextBuilder {
                 }
                 continue;
             }
-            if list.iter().any(|s| *s.tool().key == *kept.key) {
+            if !carried.insert(kept.key.as_str()) {
                 continue;
             }
             let Some(entry) = tools_table.entry(&kept.key) else {
