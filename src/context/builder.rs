@@ -50,7 +50,8 @@ pub struct ContextBuilder {
     policy: SelectionPolicy,
 }
 
-/// How many candidates cut by `max_tools` are reported in [`Selection::dropped`], best first.
+/// How many candidates cut by the turn's limit (`max_turn_tools`, within `max_tools`) are
+/// reported in [`Selection::dropped`], best first.
 ///
 /// ```
 /// assert_eq!(capstore::context::MAX_TOOLS_NEAR_MISSES, 8);

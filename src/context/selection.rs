@@ -229,7 +229,7 @@ pub enum DropReason {
         /// The minimum fraction.
         fraction: f32,
     },
-    /// The tool limit was reached.
+    /// The turn's tool limit was reached (`max_turn_tools`, within `max_tools`).
     MaxTools {
         /// The limit.
         max: usize,
@@ -331,7 +331,8 @@ pub struct Selection {
     pub tools: Vec<SelectedTool>,
     /// Near misses: candidates that were dropped, with why: all those cut by tag filters or
     /// the token budget, and the best [`MAX_TOOLS_NEAR_MISSES`](super::MAX_TOOLS_NEAR_MISSES)
-    /// of those cut by `max_tools`.
+    /// of those cut by the turn's limit; and the tools evicted from the carried list
+    /// ([`DropReason::Stale`]).
     pub dropped: Vec<Dropped>,
     /// The skills that contributed.
     pub skills: Vec<MatchedSkill>,
