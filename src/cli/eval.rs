@@ -128,16 +128,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ));
     let report = run_eval(&tools, &queries, &args.config).map_err(|e| e.to_string())?;
     if let Some(path) = &args.run_out {
-        write_run(path, &report).map_err(|e| format!("{path}: {e}"))?;
+        write_jsonl(path, &report.runs).map_err(|e| format!("{path}: {e}"))?;
     }
     print_report(&args, tools.len(), &report);
     Ok(())
 }
 
-fn write_run(path: &str, report: &EvalReport) -> std::io::Result<()> {
+/// Writes `rows` to `path`, one JSON object a line (`--run-out`, `--turns-out`).
+fn write_jsonl<T: serde::Serialize>(path: &str, rows: &[T]) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for r in &report.runs {
-        serde_json::to_writer(&mut out, r)?;
+    for row in rows {
+        serde_json::to_writer(&mut out, row)?;
         out.write_all(b"\n")?;
     }
     out.flush()
@@ -222,19 +223,10 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     let report = run_conversations(&loaded.store.snapshot(), &builder, &conversations)
         .map_err(|e| e.to_string())?;
     if let Some(path) = &turns_out {
-        write_turns(path, &report).map_err(|e| format!("{path}: {e}"))?;
+        write_jsonl(path, &report.turns).map_err(|e| format!("{path}: {e}"))?;
     }
     print_conversations(&file, &loaded.label, &report);
     Ok(())
-}
-
-fn write_turns(path: &str, report: &ConversationReport) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for t in &report.turns {
-        serde_json::to_writer(&mut out, t)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()
 }
 
 fn print_conversations(file: &str, source: &str, report: &ConversationReport) {
