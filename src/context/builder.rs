@@ -519,6 +519,17 @@ impl ContextBuilder {
         }
     }
 
+    /// The estimated tokens of `tool`'s definition, when the selection reports them (a token
+    /// budget, or explanations); 0 otherwise, where estimating was work nobody reads.
+    #[inline]
+    pub(super) fn tokens_of(&self, tool: &Tool) -> usize {
+        if self.policy.token_budget.is_some() || self.policy.explain {
+            estimate_tokens(tool)
+        } else {
+            0
+        }
+    }
+
     /// Why the tag policy excludes `tool`, if it does.
     pub(super) fn tag_filter(&self, tool: &Tool) -> Option<DropReason> {
         let p = &self.policy;
@@ -543,7 +554,6 @@ impl ContextBuilder {
     ) -> (Vec<SelectedTool>, usize) {
         let p = &self.policy;
         let limit = self.turn_tools();
-        let count_tokens = p.token_budget.is_some() || p.explain;
         let filtering = self.filters_tags();
         let mut selected: Vec<SelectedTool> =
             Vec::with_capacity(limit.min(ordered.size_hint().1.unwrap_or(0)));
@@ -583,11 +593,7 @@ impl ContextBuilder {
             let Some(entry) = entry.or_else(|| c.entry(tools_table)) else {
                 continue;
             };
-            let tokens = if count_tokens {
-                estimate_tokens(entry.record)
-            } else {
-                0
-            };
+            let tokens = self.tokens_of(entry.record);
             if let Some(budget) = p.token_budget {
                 if !pinned && used + tokens > budget {
                     dropped.push(Dropped {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::Tool;
 use crate::store::RowLookup;
 
-use super::budget::estimate_tokens;
 use super::builder::ContextBuilder;
 use super::selection::{DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::PreviousTool;
@@ -46,7 +45,6 @@ impl ContextBuilder {
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = self.policy();
-        let count_tokens = p.token_budget.is_some() || p.explain;
         let mut needed: Vec<Option<SelectedTool>> = needed.into_iter().map(Some).collect();
         let position: HashMap<Arc<str>, usize> = needed
             .iter()
@@ -80,11 +78,7 @@ impl ContextBuilder {
             let Some(tool) = entry.shared() else {
                 continue;
             };
-            let tokens = if count_tokens {
-                estimate_tokens(entry.record)
-            } else {
-                0
-            };
+            let tokens = self.tokens_of(entry.record);
             list.push(Slot::Carried {
                 tool: SelectedTool {
                     key: Arc::clone(entry.key),
