@@ -482,14 +482,10 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
     let snapshot = store.snapshot();
     let turn = Turn::new("roll back the release");
     let select = |max_tools| {
-        ContextBuilder::with_policy(SelectionPolicy {
-            max_tools,
-            max_turn_tools: max_tools,
-            ..SelectionPolicy::default()
-        })
-        .expect("policy")
-        .select(&snapshot, &turn)
-        .expect("select")
+        ContextBuilder::with_policy(SelectionPolicy::default().with_tool_limit(max_tools))
+            .expect("policy")
+            .select(&snapshot, &turn)
+            .expect("select")
     };
     let unlimited = select(50);
     let all: Vec<&str> = unlimited.keys().collect();

@@ -78,9 +78,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let loaded = source::load(&args.source)?;
     let mut policy = loaded.policy.clone();
     if let Some(max) = args.max_tools {
-        // One message: the turn's own tools are the whole list.
-        policy.max_tools = max;
-        policy.max_turn_tools = max;
+        policy = policy.with_tool_limit(max);
     }
     policy.explain = args.explain;
     let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;

@@ -128,6 +128,21 @@ impl std::fmt::Display for PolicyError {
 impl std::error::Error for PolicyError {}
 
 impl SelectionPolicy {
+    /// This policy sending `n` tools for one message, with no list carried from earlier turns
+    /// to make room for: `max_tools` and `max_turn_tools` both `n`. (`max_tools` alone would
+    /// leave a turn at `max_turn_tools`.)
+    ///
+    /// ```
+    /// use capstore::context::SelectionPolicy;
+    /// let policy = SelectionPolicy::default().with_tool_limit(30);
+    /// assert_eq!((policy.max_tools, policy.max_turn_tools), (30, 30));
+    /// ```
+    pub fn with_tool_limit(mut self, n: usize) -> Self {
+        self.max_tools = n;
+        self.max_turn_tools = n;
+        self
+    }
+
     /// Checks that scores and weights are finite and in range.
     ///
     /// ```

@@ -208,13 +208,14 @@ pub fn run(
         });
     }
 
-    let builder = ContextBuilder::with_policy(SelectionPolicy {
-        max_tools: config.k,
-        max_turn_tools: config.k,
-        explain: false,
-        match_exact_names: config.match_exact_names,
-        ..SelectionPolicy::default()
-    })
+    let builder = ContextBuilder::with_policy(
+        SelectionPolicy {
+            explain: false,
+            match_exact_names: config.match_exact_names,
+            ..SelectionPolicy::default()
+        }
+        .with_tool_limit(config.k),
+    )
     .map_err(EvalError::Policy)?;
     let started = Instant::now();
     let mut runs = Vec::with_capacity(queries.len());

@@ -288,11 +288,13 @@ impl Gateway {
                 })?,
         };
         let snap = self.shared.store.snapshot();
-        let mut policy = self.shared.options.policy.clone();
-        // Room for the quarantined ones the answer leaves out: one query, so the turn's own
-        // tools are the whole answer.
-        policy.max_tools = limit * 2;
-        policy.max_turn_tools = limit * 2;
+        // Room for the quarantined ones the answer leaves out.
+        let mut policy = self
+            .shared
+            .options
+            .policy
+            .clone()
+            .with_tool_limit(limit * 2);
         // An answer to the query only: pinned tools are offered in the tool list itself
         // (`--pin`), and a query that matches nothing gets nothing.
         policy.pinned_tools.clear();
