@@ -15,22 +15,13 @@ import subprocess
 import sys
 import time
 
+from checks import check, finish, text
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPS = os.path.join(ROOT, ".test-deps")
 CAPSTORE, WORK = sys.argv[1], os.path.abspath(sys.argv[2])
 CONFIG = os.path.join(WORK, "mcp.json")
-RESULTS = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    RESULTS["passed" if condition else "failed"] += 1
-    print(("ok    " if condition else "FAIL  ") + name + ("" if condition else f": {detail}"), flush=True)
-
-
-def text(result):
-    return "\n".join(block.text for block in result.content if getattr(block, "text", None))
 
 
 def write_config():
@@ -169,5 +160,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"gateway: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
-sys.exit(1 if RESULTS["failed"] else 0)
+finish("gateway")

@@ -11,20 +11,11 @@ import asyncio
 import json
 import sys
 
+from checks import check, finish, text
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 URL = sys.argv[1]
-RESULTS = {"passed": 0, "failed": 0}
-
-
-def check(name, condition, detail=""):
-    RESULTS["passed" if condition else "failed"] += 1
-    print(("ok    " if condition else "FAIL  ") + name + ("" if condition else f": {detail}"), flush=True)
-
-
-def text(result):
-    return "\n".join(block.text for block in result.content if getattr(block, "text", None))
 
 
 async def main():
@@ -52,5 +43,4 @@ async def main():
 
 
 asyncio.run(main())
-print(f"gateway-http: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
-sys.exit(1 if RESULTS["failed"] else 0)
+finish("gateway-http")
