@@ -31,6 +31,7 @@ pub mod agent;
 pub mod bm25;
 pub mod catalog;
 pub mod context;
+pub mod embed;
 pub mod eval;
 pub mod events;
 pub mod exec;
