@@ -450,12 +450,8 @@ async fn a_crash_fails_fast_reconnects_and_leaves_other_servers_alone() {
         matches!(&crashed, CallError::Disconnected { server, .. } if server == "a"),
         "{crashed:?}"
     );
-    let down = next_event(&mut events, |e| matches!(e, LiveEvent::Down { .. })).await;
-    assert!(
-        matches!(&down, LiveEvent::Down { server, reason } if server == "a" && reason.contains("crashing on purpose")),
-        "{down:?}"
-    );
-    // While it is down: its tools stay, fail at once, and the other server works.
+    // The very next call, made before the hub has seen the connection end, fails at once as
+    // unavailable: it does not reach the dead connection.
     let start = Instant::now();
     let unavailable = call_error(call(&store, "a/echo", json!({"message": "x"})).await);
     assert!(
@@ -463,6 +459,17 @@ async fn a_crash_fails_fast_reconnects_and_leaves_other_servers_alone() {
         "{unavailable:?}"
     );
     assert!(start.elapsed() < Duration::from_millis(500), "fails fast");
+    let down = next_event(&mut events, |e| matches!(e, LiveEvent::Down { .. })).await;
+    assert!(
+        matches!(&down, LiveEvent::Down { server, reason } if server == "a" && reason.contains("crashing on purpose")),
+        "{down:?}"
+    );
+    // While it is down: its tools stay, fail at once, and the other server works.
+    let unavailable = call_error(call(&store, "a/echo", json!({"message": "x"})).await);
+    assert!(
+        matches!(unavailable, CallError::Unavailable { .. }),
+        "{unavailable:?}"
+    );
     assert_eq!(keys(&store), tools_before);
     assert_eq!(
         text(

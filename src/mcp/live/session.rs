@@ -103,7 +103,9 @@ impl Session {
                 });
             }
         };
-        let Some(peer) = self.peer.read().clone() else {
+        let peer = self.peer.read().clone();
+        let Some(peer) = peer.filter(|peer| !peer.is_transport_closed()) else {
+            self.forget_closed_connection(|| "the connection closed".to_string());
             return Err(CallError::Unavailable {
                 server: self.name.clone(),
                 reason: self.down_reason(),
@@ -127,11 +129,17 @@ impl Session {
                 message: error.message.into_owned(),
                 data: error.data,
             }),
-            Ok(Err(error)) => Err(CallError::Disconnected {
-                server,
-                tool,
-                reason: error.to_string(),
-            }),
+            Ok(Err(error)) => {
+                let reason = error.to_string();
+                self.forget_closed_connection(|| {
+                    format!("the connection was lost during `{tool}`: {reason}")
+                });
+                Err(CallError::Disconnected {
+                    server,
+                    tool,
+                    reason,
+                })
+            }
             Ok(Ok(result)) => {
                 let is_error = result.is_error == Some(true);
                 let result =
@@ -151,6 +159,22 @@ impl Session {
                     Ok(result)
                 }
             }
+        }
+    }
+
+    /// Forgets the current connection if its transport has closed, so that the calls after
+    /// this one fail fast with [`CallError::Unavailable`] instead of reaching a dead connection.
+    /// The task serving the connection notices its end a moment later, records the fuller
+    /// reason (with the server's stderr) and reconnects; a connection that is still open (a
+    /// failed HTTP request on a live session) is kept.
+    fn forget_closed_connection(&self, reason: impl FnOnce() -> String) {
+        let mut peer = self.peer.write();
+        if peer.as_ref().is_some_and(|peer| peer.is_transport_closed()) {
+            *peer = None;
+            self.update(|s| {
+                s.state = ServerState::Reconnecting;
+                s.last_error = Some(reason());
+            });
         }
     }
 
