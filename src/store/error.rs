@@ -46,6 +46,12 @@ pub enum SchemaError {
         /// What is wrong, from the BM25 module.
         reason: String,
     },
+    /// The table follows ([`TableSchema::follows`](super::TableSchema::follows)) a table that
+    /// is not declared before it in this builder.
+    UnknownParent {
+        /// The following table.
+        table: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -71,6 +77,10 @@ impl fmt::Display for SchemaError {
             SchemaError::InvalidTextIndex { table, reason } => {
                 write!(f, "table `{table}`: invalid text index: {reason}")
             }
+            SchemaError::UnknownParent { table } => write!(
+                f,
+                "table `{table}` follows a table that is not declared before it"
+            ),
         }
     }
 }

@@ -167,6 +167,18 @@ impl StoreBuilder {
                 table: schema.name().to_string(),
             });
         }
+        if let Some((parent, uid)) = schema.parent() {
+            // A handle of this builder's, or a built-in table's in a builder that has them.
+            let ours = uid == self.uid
+                || (uid == BUILTIN_SCHEMA
+                    && self.has_builtins
+                    && parent < crate::tables::BUILTIN_TABLES);
+            if !ours || parent >= self.tables.len() {
+                return Err(SchemaError::UnknownParent {
+                    table: schema.name().to_string(),
+                });
+            }
+        }
         let def = schema.into_def()?;
         self.tables.push(def);
         Ok(Table::new(self.tables.len() - 1, self.uid))
@@ -177,8 +189,9 @@ impl StoreBuilder {
         declare: impl FnOnce(&mut StoreBuilder) -> Result<(), SchemaError>,
     ) -> Result<StoreBuilder, SchemaError> {
         let mut builder = StoreBuilder::new();
-        declare(&mut builder)?;
+        // Set first: a built-in table may follow another by its constant handle.
         builder.has_builtins = true;
+        declare(&mut builder)?;
         Ok(builder)
     }
 

@@ -55,6 +55,8 @@ pub struct TableSchema<R> {
     indexes: Vec<IndexSchema<R>>,
     validator: Option<ValidateFn<R>>,
     text: Option<TextSchema<R>>,
+    /// The parent's handle: its position and the schema it came from.
+    follows: Option<(usize, u64)>,
 }
 
 impl<R: Record> TableSchema<R> {
@@ -77,6 +79,7 @@ impl<R: Record> TableSchema<R> {
             indexes: Vec::new(),
             validator: None,
             text: None,
+            follows: None,
         }
     }
 
@@ -127,6 +130,31 @@ impl<R: Record> TableSchema<R> {
         self
     }
 
+    /// Makes each row of this table follow the row of `parent` with the same primary key: a
+    /// write transaction that inserts, replaces or deletes that parent row deletes this table's
+    /// row in the same step (a write to this table afterwards, in the same transaction, stands).
+    /// For data derived from a parent row, such as its embedding vector: a snapshot never shows
+    /// it beside a parent row it was not made for. `parent` must be declared first.
+    ///
+    /// ```
+    /// use capstore::store::{StoreBuilder, TableSchema};
+    /// let mut builder = StoreBuilder::new();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &(String, String)| n.0.clone()))?;
+    /// let lengths = builder.table(TableSchema::new("lengths", |l: &(String, usize)| l.0.clone()).follows(&notes))?;
+    /// let store = builder.build();
+    /// store.write(|tx| {
+    ///     tx.insert(&notes, ("a".into(), "hello".into()))?;
+    ///     tx.insert(&lengths, ("a".into(), 5))
+    /// })?;
+    /// store.write(|tx| tx.upsert(&notes, ("a".into(), "hello, world".into())))?;
+    /// assert!(store.snapshot().get(&lengths, "a")?.is_none()); // made for the old note: gone
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn follows<P: Record>(mut self, parent: &super::Table<P>) -> Self {
+        self.follows = Some((parent.id, parent.schema));
+        self
+    }
+
     /// The table's name.
     ///
     /// ```
@@ -135,6 +163,11 @@ impl<R: Record> TableSchema<R> {
     /// ```
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The parent's handle, as [`Self::follows`] was given it: its position and schema id.
+    pub(crate) fn parent(&self) -> Option<(usize, u64)> {
+        self.follows
     }
 
     /// Checks names, index uniqueness and the text-index configuration, then erases the type.
@@ -221,6 +254,7 @@ impl<R: Record> TableSchema<R> {
             indexes,
             validator,
             text,
+            follows: self.follows.map(|(id, _)| id),
         })
     }
 }
@@ -563,6 +597,8 @@ pub(crate) struct TableDef {
     pub indexes: Vec<IndexDef>,
     pub validator: Option<ErasedValidate>,
     pub text: Option<TextDef>,
+    /// The table whose rows this table's rows follow ([`TableSchema::follows`]).
+    pub follows: Option<usize>,
 }
 
 impl TableDef {

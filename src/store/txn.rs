@@ -190,13 +190,13 @@ impl WriteTxn {
                 key: Arc::from(key),
             });
         };
+        let key: Arc<str> = Arc::from(key);
         self.pending
-            .record(table.id, Arc::from(key), Some(Arc::clone(&old)), None);
+            .record(table.id, Arc::clone(&key), Some(Arc::clone(&old)), None);
+        self.remove_followers(table.id, &key);
         // The row was written through a handle of type R (checked above), so this succeeds.
-        old.downcast::<R>().map_err(|_| StoreError::NotFound {
-            table: name,
-            key: Arc::from(key),
-        })
+        old.downcast::<R>()
+            .map_err(|_| StoreError::NotFound { table: name, key })
     }
 
     /// Publishes every write as one new snapshot (version + 1) and tells subscribers, watchers
@@ -366,7 +366,22 @@ impl WriteTxn {
         let old = state.put(def, prepared);
         self.pending
             .record(table.id, key.clone(), old.clone(), Some(row));
+        self.remove_followers(table.id, &key);
         Ok((key, old))
+    }
+
+    /// Deletes the rows keyed `key` of the tables that follow table `parent`
+    /// ([`TableSchema::follows`](super::TableSchema::follows)): they were made for the row
+    /// just written or deleted.
+    fn remove_followers(&mut self, parent: usize, key: &Arc<str>) {
+        let schema = Arc::clone(&self.working.schema);
+        for (id, def) in schema.tables.iter().enumerate() {
+            if def.follows == Some(parent) {
+                if let Some(old) = self.working.tables[id].remove(def, key) {
+                    self.pending.record(id, Arc::clone(key), Some(old), None);
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,433 @@
+//! Hybrid retrieval with embedders written here (no model files): vectors follow their tools,
+//! embedding happens outside the writer lock, and the fused ranking shows both sides' evidence.
+
+use std::sync::Arc;
+
+use capstore::context::{
+    ContextBuilder, HybridPolicy, Reason, Retrieval, SelectError, SelectionPolicy, Turn,
+};
+use capstore::embed::{EmbedError, Embedder, ToolVector, embed_missing, embedding_text, nearest};
+use capstore::store::{SchemaError, StoreBuilder, TableSchema};
+use capstore::{ChangeKind, Store, StoreError, TOOLS, Tool, VECTORS};
+use parking_lot::Mutex;
+
+/// Words that mean the same thing share a dimension: a toy of what a sentence embedder does.
+const TOPICS: &[&[&str]] = &[
+    &["invoice", "bill", "charge", "payment", "pay"],
+    &["weather", "forecast", "rain", "sunny", "umbrella"],
+    &["email", "mail", "message", "write"],
+    &["route", "directions", "map", "drive"],
+];
+
+struct Topics;
+
+impl Embedder for Topics {
+    fn model_id(&self) -> &str {
+        "topics-v1"
+    }
+    fn dimensions(&self) -> usize {
+        TOPICS.len() + 1
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let text = text.to_lowercase();
+                let mut v: Vec<f32> = TOPICS
+                    .iter()
+                    .map(|words| words.iter().filter(|w| text.contains(*w)).count() as f32)
+                    .collect();
+                v.push(0.05);
+                v
+            })
+            .collect())
+    }
+}
+
+fn store() -> Store {
+    let store = Store::new();
+    store
+        .write(|tx| {
+            tx.insert(
+                &TOOLS,
+                Tool::new("create_invoice", "Create an invoice for a customer"),
+            )?;
+            tx.insert(
+                &TOOLS,
+                Tool::new("get_forecast", "Weather forecast for a city"),
+            )?;
+            tx.insert(&TOOLS, Tool::new("send_email", "Send an email to someone"))?;
+            tx.insert(
+                &TOOLS,
+                Tool::new("get_route", "Directions between two places"),
+            )
+        })
+        .expect("tools");
+    store
+}
+
+fn hybrid(lexical_weight: f32) -> ContextBuilder {
+    let policy = SelectionPolicy {
+        retrieval: Retrieval::Hybrid(HybridPolicy {
+            lexical_weight,
+            ..HybridPolicy::default()
+        }),
+        ..SelectionPolicy::default()
+    };
+    ContextBuilder::with_policy(policy)
+        .expect("policy")
+        .with_embedder(Arc::new(Topics))
+}
+
+#[test]
+fn a_tool_written_or_removed_loses_its_vector_in_the_same_commit() {
+    let store = store();
+    assert_eq!(embed_missing(&store, &Topics).expect("embed").embedded, 4);
+    let before = store.snapshot();
+    // Replacing a tool (even with the same text) and deleting one: their vectors go in the
+    // same commit, and the change set says so.
+    let info = store
+        .write(|tx| {
+            tx.upsert(
+                &TOOLS,
+                Tool::new("create_invoice", "Create an invoice, in euros"),
+            )?;
+            tx.delete(&TOOLS, "send_email")
+        })
+        .expect("write");
+    let snap = store.snapshot();
+    assert!(!snap.contains(&VECTORS, "create_invoice").expect("vectors"));
+    assert!(!snap.contains(&VECTORS, "send_email").expect("vectors"));
+    assert!(snap.contains(&VECTORS, "get_forecast").expect("vectors"));
+    let vector_changes: Vec<(&str, ChangeKind)> = info
+        .changes
+        .changes
+        .iter()
+        .filter(|c| c.is(&VECTORS))
+        .map(|c| (&*c.key, c.kind))
+        .collect();
+    assert_eq!(
+        vector_changes,
+        [
+            ("create_invoice", ChangeKind::Deleted),
+            ("send_email", ChangeKind::Deleted)
+        ]
+    );
+    // The older snapshot still pairs each tool with its own vector.
+    assert!(
+        before
+            .contains(&VECTORS, "create_invoice")
+            .expect("vectors")
+    );
+    // A vector written after its tool in one transaction stands.
+    store
+        .write(|tx| {
+            tx.upsert(&TOOLS, Tool::new("get_route", "Driving directions"))?;
+            tx.upsert(
+                &VECTORS,
+                ToolVector::new("get_route", "topics-v1", vec![0.0, 0.0, 0.0, 1.0, 0.0]),
+            )
+        })
+        .expect("write");
+    assert!(
+        store
+            .snapshot()
+            .contains(&VECTORS, "get_route")
+            .expect("vectors")
+    );
+    // Only the changed tools are embedded again.
+    assert_eq!(embed_missing(&store, &Topics).expect("embed").embedded, 1);
+}
+
+#[test]
+fn bad_vectors_and_bad_follow_declarations_are_refused() {
+    let store = store();
+    for (vector, field) in [(vec![], "empty"), (vec![f32::NAN, 1.0], "finite")] {
+        let err = store
+            .write(|tx| tx.insert(&VECTORS, ToolVector::new("get_route", "m", vector)))
+            .expect_err("refused");
+        assert!(matches!(err, StoreError::InvalidRecord { .. }), "{err:?}");
+        assert!(err.to_string().contains(field), "{err}");
+    }
+    assert_eq!(store.snapshot().count(&VECTORS).expect("count"), 0);
+    // A table can follow only a table declared before it in the same builder.
+    let mut other = StoreBuilder::new();
+    let foreign = other
+        .table(TableSchema::new("a", |s: &String| s.clone()))
+        .expect("a");
+    let mut builder = StoreBuilder::new();
+    let own = builder
+        .table(TableSchema::new("a", |s: &String| s.clone()))
+        .expect("a");
+    for (name, schema) in [
+        (
+            "of_another_builder",
+            TableSchema::new("c", |s: &String| s.clone()).follows(&foreign),
+        ),
+        (
+            "built_in_without_built_ins",
+            TableSchema::new("c", |s: &String| s.clone()).follows(&TOOLS),
+        ),
+    ] {
+        let err = builder.table(schema).expect_err(name);
+        assert_eq!(
+            err,
+            SchemaError::UnknownParent { table: "c".into() },
+            "{name}"
+        );
+    }
+    builder
+        .table(TableSchema::new("c", |s: &String| s.clone()).follows(&own))
+        .expect("own table");
+    let mut with_built_ins = Store::builder();
+    with_built_ins
+        .table(TableSchema::new("notes", |s: &String| s.clone()).follows(&TOOLS))
+        .expect("follows tools");
+}
+
+/// Changes a tool of the store while it is asked to embed: what a writer running at the same
+/// time as `embed_missing` looks like.
+struct ChangesAToolMeanwhile {
+    store: Store,
+    done: Mutex<bool>,
+}
+
+impl Embedder for ChangesAToolMeanwhile {
+    fn model_id(&self) -> &str {
+        Topics.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        Topics.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut done = self.done.lock();
+        if !*done {
+            *done = true;
+            // The writer lock is free while embedding: this commit goes through.
+            self.store
+                .write(|tx| tx.upsert(&TOOLS, Tool::new("get_forecast", "Umbrella advice")))
+                .map_err(|e| EmbedError::Embed {
+                    reason: e.to_string(),
+                })?;
+        }
+        Topics.embed(texts)
+    }
+}
+
+#[test]
+fn embedding_runs_outside_the_writer_lock_and_never_stores_a_stale_vector() {
+    let store = store();
+    let embedder = ChangesAToolMeanwhile {
+        store: store.clone(),
+        done: Mutex::new(false),
+    };
+    let report = embed_missing(&store, &embedder).expect("embed");
+    assert_eq!((report.embedded, report.stale), (3, 1));
+    assert!(
+        !store
+            .snapshot()
+            .contains(&VECTORS, "get_forecast")
+            .expect("vectors")
+    );
+    // Embedded again, it gets the vector of its new text.
+    assert_eq!(embed_missing(&store, &Topics).expect("embed").embedded, 1);
+    let snap = store.snapshot();
+    let stored = snap
+        .get(&VECTORS, "get_forecast")
+        .expect("get")
+        .expect("vector");
+    let tool = snap
+        .get(&TOOLS, "get_forecast")
+        .expect("get")
+        .expect("tool");
+    let fresh = Topics.embed(&[&embedding_text(tool)]).expect("embed");
+    assert_eq!(
+        *stored,
+        ToolVector::new("get_forecast", "topics-v1", fresh[0].clone())
+    );
+}
+
+/// An embedder that fails, or returns the wrong shape.
+struct Broken(&'static str);
+
+impl Embedder for Broken {
+    fn model_id(&self) -> &str {
+        "broken"
+    }
+    fn dimensions(&self) -> usize {
+        3
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self.0 {
+            "fail" => Err(EmbedError::Embed {
+                reason: "the model fell over".into(),
+            }),
+            "short" => Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect()),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+#[test]
+fn embedder_failures_are_typed_and_store_nothing() {
+    let store = store();
+    let version = store.version();
+    for (mode, says) in [
+        ("fail", "fell over"),
+        ("short", "3 numbers"),
+        ("none", "4 vectors"),
+    ] {
+        let err = embed_missing(&store, &Broken(mode)).expect_err(mode);
+        assert!(err.to_string().contains(says), "{mode}: {err}");
+        assert_eq!(store.version(), version, "{mode}: nothing stored");
+    }
+    let snap = store.snapshot();
+    let policy = SelectionPolicy {
+        retrieval: Retrieval::Hybrid(HybridPolicy::default()),
+        ..SelectionPolicy::default()
+    };
+    let no_embedder = ContextBuilder::with_policy(policy.clone()).expect("policy");
+    assert_eq!(
+        no_embedder
+            .select(&snap, &Turn::new("pay"))
+            .expect_err("no embedder"),
+        SelectError::NoEmbedder
+    );
+    let broken = ContextBuilder::with_policy(policy).expect("policy");
+    let err = broken
+        .with_embedder(Arc::new(Broken("fail")))
+        .select(&snap, &Turn::new("pay"))
+        .expect_err("fails");
+    assert!(matches!(err, SelectError::Embed(_)), "{err:?}");
+    let wrong_length = hybrid(0.5).select(&snap, &Turn::new("pay").with_query_vector(vec![1.0]));
+    assert!(matches!(
+        wrong_length,
+        Err(SelectError::Embed(EmbedError::Shape { .. }))
+    ));
+    let bad = SelectionPolicy {
+        retrieval: Retrieval::Hybrid(HybridPolicy {
+            lexical_weight: 1.5,
+            depth: 10,
+        }),
+        ..SelectionPolicy::default()
+    };
+    assert_eq!(
+        ContextBuilder::with_policy(bad).expect_err("range").field,
+        "retrieval.hybrid.lexical_weight"
+    );
+}
+
+#[test]
+fn hybrid_finds_by_meaning_what_no_word_matches_and_says_why() {
+    let store = store();
+    embed_missing(&store, &Topics).expect("embed");
+    let snap = store.snapshot();
+    // No word of the message is in any tool's text: BM25 finds nothing.
+    let message = "will I need an umbrella tomorrow?";
+    let lexical = ContextBuilder::new()
+        .select(&snap, &Turn::new(message))
+        .expect("select");
+    assert!(lexical.tools.is_empty());
+    let selection = hybrid(0.5)
+        .select(&snap, &Turn::new(message))
+        .expect("select");
+    assert_eq!(selection.keys().next(), Some("get_forecast"));
+    match &selection.tools[0].reasons[0] {
+        Reason::Hybrid {
+            bm25,
+            cosine,
+            score,
+            ..
+        } => {
+            assert_eq!(*bm25, None);
+            assert!(cosine.is_some_and(|c| c > 0.9), "{cosine:?}");
+            assert!(*score > 0.0);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Words and meaning both: the reason carries both, with the BM25 explanation.
+    let selection = hybrid(0.5)
+        .select(&snap, &Turn::new("send an email about the invoice"))
+        .expect("select");
+    let both = selection
+        .tools
+        .iter()
+        .find(|t| &*t.key == "send_email")
+        .expect("send_email");
+    match &both.reasons[0] {
+        Reason::Hybrid {
+            bm25: Some(bm25),
+            cosine: Some(cosine),
+            explanation,
+            ..
+        } => {
+            assert!(*bm25 > 0.0 && *cosine > 0.0);
+            assert!(explanation.is_some(), "explained, as the policy asks");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same snapshot and turn give the same selection.
+    let again = hybrid(0.5)
+        .select(&snap, &Turn::new("send an email about the invoice"))
+        .expect("select");
+    assert_eq!(
+        again.keys().collect::<Vec<_>>(),
+        selection.keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_lexical_weight_moves_the_ranking_between_the_two_sides() {
+    let store = store();
+    embed_missing(&store, &Topics).expect("embed");
+    let snap = store.snapshot();
+    // "send" matches send_email by word; "pay" is a payment, the invoice tool by meaning.
+    let turn = Turn::new("send pay");
+    let first = |w: f32| {
+        hybrid(w)
+            .select(&snap, &turn)
+            .expect("select")
+            .keys()
+            .next()
+            .map(str::to_string)
+    };
+    assert_eq!(first(1.0).as_deref(), Some("send_email"));
+    assert_eq!(first(0.0).as_deref(), Some("create_invoice"));
+    // The lexical policy ignores the embedder altogether.
+    let lexical = ContextBuilder::new().with_embedder(Arc::new(Broken("fail")));
+    assert_eq!(
+        lexical.select(&snap, &turn).expect("select").keys().next(),
+        Some("send_email")
+    );
+}
+
+#[test]
+fn vectors_of_another_model_or_of_removed_tools_are_never_used() {
+    let store = store();
+    embed_missing(&store, &Topics).expect("embed");
+    store
+        .write(|tx| {
+            tx.delete(&TOOLS, "get_forecast")?;
+            tx.insert(&TOOLS, Tool::new("lookup", "Look something up"))?;
+            tx.insert(
+                &VECTORS,
+                ToolVector::new("lookup", "another-model", vec![0.0, 1.0, 0.0, 0.0, 0.0]),
+            )
+        })
+        .expect("write");
+    let snap = store.snapshot();
+    let hits = nearest(&snap, "topics-v1", &[0.0, 1.0, 0.0, 0.0, 0.0], 10).expect("nearest");
+    assert!(
+        hits.iter()
+            .all(|h| &*h.key != "get_forecast" && &*h.key != "lookup"),
+        "{hits:?}"
+    );
+    let selection = hybrid(0.0)
+        .select(&snap, &Turn::new("umbrella"))
+        .expect("select");
+    assert!(
+        selection
+            .keys()
+            .all(|k| k != "get_forecast" && k != "lookup")
+    );
+}
