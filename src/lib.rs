@@ -58,5 +58,5 @@ pub use store::{
     Change, ChangeKind, ChangeSet, CommitInfo, Snapshot, Store, StoreError, Subscription, WatchSet,
     Watcher, WriteTxn,
 };
-pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS};
+pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS, VECTORS};
 pub use tools::{InputSchema, Tool};

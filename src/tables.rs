@@ -1,6 +1,7 @@
-//! The built-in tables, `tools`, `skills`, `hooks`, `handlers` and `hook_handlers`, and the
-//! stores that have them.
+//! The built-in tables, `tools`, `skills`, `hooks`, `handlers`, `hook_handlers` and `vectors`,
+//! and the stores that have them.
 
+use crate::embed::{self, ToolVector};
 use crate::exec::{self, HookHandler, ToolHandler};
 use crate::hooks::{self, Hook};
 use crate::skills::{self, Skill};
@@ -67,9 +68,26 @@ pub const HANDLERS: Table<ToolHandler> = Table::new(3, BUILTIN_SCHEMA);
 /// ```
 pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
 
+/// The built-in `vectors` table (see [`ToolVector`](crate::embed::ToolVector)): each tool's
+/// embedding, key = the tool's key; no indexes. It follows the tools table: writing or removing
+/// a tool removes its vector. Fill it with [`embed_missing`](crate::embed::embed_missing).
+///
+/// ```
+/// use capstore::{embed::ToolVector, Store, Tool, TOOLS, VECTORS};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("a", "b"))?;
+///     tx.insert(&VECTORS, ToolVector::new("a", "toy", vec![1.0, 0.0]))
+/// })?;
+/// store.write(|tx| tx.upsert(&TOOLS, Tool::new("a", "changed")))?;
+/// assert!(!store.snapshot().contains(&VECTORS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const VECTORS: Table<ToolVector> = Table::new(5, BUILTIN_SCHEMA);
+
 /// How many built-in tables come first in every store made by [`Store::new`] or
 /// [`Store::builder`].
-pub(crate) const BUILTIN_TABLES: usize = 5;
+pub(crate) const BUILTIN_TABLES: usize = 6;
 
 fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
     declare_builtins_with(builder, ToolTextOptions::default())
@@ -86,6 +104,7 @@ fn declare_builtins_with(
     builder.table(hooks::schema())?;
     builder.table(exec::handler_schema())?;
     builder.table(exec::hook_handler_schema())?;
+    builder.table(embed::vectors_schema())?;
     Ok(())
 }
 
@@ -160,7 +179,14 @@ mod tests {
         let snap = builder.build().snapshot();
         assert_eq!(
             snap.table_names().collect::<Vec<_>>(),
-            ["tools", "skills", "hooks", "handlers", "hook_handlers"]
+            [
+                "tools",
+                "skills",
+                "hooks",
+                "handlers",
+                "hook_handlers",
+                "vectors"
+            ]
         );
         assert_eq!(snap.table_name(&TOOLS).expect("tools"), "tools");
         assert_eq!(snap.table_name(&SKILLS).expect("skills"), "skills");

@@ -155,7 +155,7 @@ fn print_table(
             .reasons
             .iter()
             .skip(2)
-            .find(|r| matches!(r, Reason::Retrieved { .. }))
+            .find(|r| matches!(r, Reason::Retrieved { .. } | Reason::Hybrid { .. }))
         {
             why.push(describe(bm25));
         }
@@ -174,6 +174,10 @@ fn print_table(
         );
         for reason in &tool.reasons {
             if let Reason::Retrieved {
+                explanation: Some(explanation),
+                ..
+            }
+            | Reason::Hybrid {
                 explanation: Some(explanation),
                 ..
             } = reason
@@ -202,6 +206,16 @@ pub(crate) fn describe(reason: &Reason) -> String {
         Reason::ExactName { mention } => format!("named in the message ({mention})"),
         Reason::Discovered => "found by the model's tool search".into(),
         Reason::Retrieved { score, .. } => format!("BM25 {score:.2}"),
+        Reason::Hybrid {
+            score,
+            bm25,
+            cosine,
+            ..
+        } => {
+            let bm25 = bm25.map_or("-".into(), |s| format!("{s:.2}"));
+            let cosine = cosine.map_or("-".into(), |c| format!("{c:.3}"));
+            format!("hybrid {score:.2} (BM25 {bm25}, cosine {cosine})")
+        }
         Reason::Skill { skill, score } => format!("skill {skill} matched ({score:.2})"),
         Reason::DependencyOf { skill, dependency } => {
             format!("skill {dependency}, a dependency of {skill}")

@@ -1,12 +1,14 @@
 //! The per-turn selection: query → exact names → skills and their dependencies → BM25 over
-//! tools → policy (filters, thresholds, limits, budget) → the list carried across turns → a
-//! [`Selection`].
+//! tools (fused with the nearest tool vectors, in hybrid retrieval) → policy (filters,
+//! thresholds, limits, budget) → the list carried across turns → a [`Selection`].
 
 use std::cell::RefCell;
+use std::fmt;
 use std::sync::Arc;
 
 use crate::Tool;
 use crate::bm25::{HashedQuery, KeyHit};
+use crate::embed::Embedder;
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
@@ -16,7 +18,8 @@ use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
 };
 use super::error::SelectError;
-use super::policy::{NoMatch, PolicyError, SelectionPolicy};
+use super::hybrid::{FusedHit, fuse, query_vector};
+use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
 use super::selection::{
     DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
@@ -45,9 +48,20 @@ use super::turn::Turn;
 /// assert!(keys.contains(&"get_forecast") && keys.contains(&"get_alerts"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ContextBuilder {
     policy: SelectionPolicy,
+    /// The model hybrid retrieval embeds the turn's message with.
+    embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl fmt::Debug for ContextBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextBuilder")
+            .field("policy", &self.policy)
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
+            .finish()
+    }
 }
 
 /// How many candidates cut by the turn's limit (`max_turn_tools`, within `max_tools`) are
@@ -81,7 +95,50 @@ impl ContextBuilder {
     /// ```
     pub fn with_policy(policy: SelectionPolicy) -> Result<Self, PolicyError> {
         policy.validate()?;
-        Ok(ContextBuilder { policy })
+        Ok(ContextBuilder {
+            policy,
+            embedder: None,
+        })
+    }
+
+    /// This builder with `embedder`, the model that hybrid retrieval
+    /// ([`Retrieval::Hybrid`](super::Retrieval::Hybrid)) embeds each turn's message with. The
+    /// store's tools must have vectors from the same model
+    /// ([`embed_missing`](crate::embed::embed_missing)); a lexical policy ignores it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use capstore::context::{ContextBuilder, HybridPolicy, Retrieval, SelectionPolicy, Turn};
+    /// use capstore::embed::{embed_missing, EmbedError, Embedder};
+    /// use capstore::{Store, Tool, TOOLS};
+    ///
+    /// /// A toy model: does the text speak of money, of places, or of neither?
+    /// struct Topics;
+    /// impl Embedder for Topics {
+    ///     fn model_id(&self) -> &str { "topics" }
+    ///     fn dimensions(&self) -> usize { 3 }
+    ///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    ///         let has = |t: &str, words: &[&str]| words.iter().any(|w| t.contains(w)) as u8 as f32;
+    ///         Ok(texts.iter().map(|t| vec![has(t, &["pay", "invoice", "bill"]), has(t, &["map", "route", "city"]), 0.1]).collect())
+    ///     }
+    /// }
+    /// let store = Store::new();
+    /// store.write(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("create_invoice", "Create an invoice for a customer"))?;
+    ///     tx.insert(&TOOLS, Tool::new("route", "Directions between two places on a map"))
+    /// })?;
+    /// let embedder = Arc::new(Topics);
+    /// embed_missing(&store, embedder.as_ref())?;
+    /// let policy = SelectionPolicy { retrieval: Retrieval::Hybrid(HybridPolicy::default()), ..SelectionPolicy::default() };
+    /// let builder = ContextBuilder::with_policy(policy)?.with_embedder(embedder);
+    /// // No word of the message is in either tool's text; the vectors find the invoice tool.
+    /// let selection = builder.select(&store.snapshot(), &Turn::new("bill the client for May"))?;
+    /// assert_eq!(selection.keys().next(), Some("create_invoice"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
     }
 
     /// The policy in force.
@@ -152,7 +209,20 @@ impl ContextBuilder {
         self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
         // The hits borrow their keys from the snapshot's index; added in turn below.
         let k = self.tools_search_k(!candidates.is_empty(), turn);
-        let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, k)?;
+        let hybrid = match p.retrieval {
+            Retrieval::Hybrid(hybrid) => Some(hybrid),
+            Retrieval::Lexical => None,
+        };
+        let search_k = hybrid.map_or(k, |h| k.max(h.depth));
+        let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, search_k)?;
+        let fused = match hybrid {
+            Some(hybrid) => {
+                let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
+                let vector = query_vector(embedder, turn)?;
+                Some(fuse(snapshot, embedder, &vector, &hits, &hybrid, k)?)
+            }
+            None => None,
+        };
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
         let explainer = Explainer {
@@ -161,7 +231,7 @@ impl ContextBuilder {
         };
         dropped.extend(filtered);
         // A turn whose only candidates are the search's hits is filled from them directly.
-        let only_hits = candidates.is_empty() && !self.adds_after_search(turn);
+        let only_hits = fused.is_none() && candidates.is_empty() && !self.adds_after_search(turn);
         let direct = if only_hits && !direct_path::always_gather() {
             self.fill_retrieved_only(&hits, &explainer, candidates.tools(), &mut dropped)
         } else {
@@ -170,7 +240,18 @@ impl ContextBuilder {
         let (needed, tokens, matched) = match direct {
             Some(filled) => filled,
             None => {
-                self.fill_candidates(snapshot, turn, &hits, &explainer, candidates, &mut dropped)?
+                let retrieved = match &fused {
+                    Some(fused) => Retrieved::Hybrid(fused),
+                    None => Retrieved::Lexical(&hits),
+                };
+                self.fill_candidates(
+                    snapshot,
+                    turn,
+                    retrieved,
+                    &explainer,
+                    candidates,
+                    &mut dropped,
+                )?
             }
         };
         let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
@@ -191,19 +272,24 @@ impl ContextBuilder {
     }
 
     /// The turn's own tools and their tokens, and whether any candidate matched the turn, from
-    /// the `candidates` gathered so far, the tools' search `hits` and the turn's recently used
-    /// tools, ranked.
+    /// the `candidates` gathered so far, the tools the search `retrieved` and the turn's
+    /// recently used tools, ranked.
     fn fill_candidates<'a>(
         &self,
         snapshot: &'a Snapshot,
         turn: &'a Turn,
-        hits: &[KeyHit<'a>],
+        retrieved: Retrieved<'_, 'a>,
         explainer: &Explainer<'_>,
         mut candidates: Candidates<'a>,
         dropped: &mut Vec<Dropped>,
     ) -> Result<(Vec<SelectedTool>, usize, bool), SelectError> {
         let p = &self.policy;
-        self.add_retrieved(hits, explainer, &mut candidates, dropped);
+        match retrieved {
+            Retrieved::Lexical(hits) => {
+                self.add_retrieved(hits, explainer, &mut candidates, dropped)
+            }
+            Retrieved::Hybrid(fused) => self.add_fused(fused, explainer, &mut candidates, dropped),
+        }
         if p.keep_recently_used {
             for key in turn.recent_tools.iter().rev() {
                 candidates.add_key(key, class::RECENT, 0.0, Why::RecentlyUsed);
@@ -498,6 +584,37 @@ impl ContextBuilder {
         }
     }
 
+    /// The fused ranking of hybrid retrieval, as candidates or as dropped below the score
+    /// thresholds (which then apply to the fused score).
+    fn add_fused<'a>(
+        &self,
+        fused: &[FusedHit<'a>],
+        explainer: &Explainer<'_>,
+        candidates: &mut Candidates<'a>,
+        dropped: &mut Vec<Dropped>,
+    ) {
+        let best = fused.first().map_or(0.0, |h| h.score);
+        let mut retrieved = candidates.retrieved();
+        for hit in fused {
+            let why = Why::Hybrid {
+                score: hit.score,
+                bm25: hit.bm25,
+                cosine: hit.cosine,
+            };
+            match self.below_thresholds(hit.score, best) {
+                Some(reason) => dropped.push(Dropped {
+                    key: Arc::clone(hit.key),
+                    reason,
+                    candidate: Reasons::one(why.reason(hit.key, explainer)),
+                }),
+                None => {
+                    let relative = relative_score(hit.score, best);
+                    retrieved.add_why(hit.key, hit.attachment, relative, why);
+                }
+            }
+        }
+    }
+
     /// Why a hit scoring `score` is dropped by the score thresholds (the best hit scoring
     /// `best`), if it is.
     #[inline]
@@ -641,6 +758,13 @@ fn push_skill(skills: &mut Vec<MatchedSkill>, name: &Arc<str>, score: f32, how: 
             how,
         }),
     }
+}
+
+/// What the tools' search retrieved: BM25 hits, or hybrid retrieval's fused ranking.
+#[derive(Clone, Copy)]
+enum Retrieved<'h, 'a> {
+    Lexical(&'h [KeyHit<'a>]),
+    Hybrid(&'h [FusedHit<'a>]),
 }
 
 fn not_found(key: &str, why: Reason) -> Dropped {

@@ -59,6 +59,11 @@ pub(super) enum Why<'a> {
     Retrieved {
         score: f32,
     },
+    Hybrid {
+        score: f32,
+        bm25: Option<f32>,
+        cosine: Option<f32>,
+    },
     Skill {
         skill: &'a Arc<str>,
         score: f32,
@@ -88,7 +93,7 @@ impl Explainer<'_> {
         }
     }
 
-    fn explain(&self, key: &str) -> Option<Box<Explanation>> {
+    pub fn explain(&self, key: &str) -> Option<Box<Explanation>> {
         self.index
             .and_then(|i| i.explain_weighted(key, self.query))
             .map(Box::new)
@@ -109,6 +114,16 @@ impl Why<'_> {
             },
             Why::Discovered => Reason::Discovered,
             Why::Retrieved { score } => explainer.retrieved(key, score),
+            Why::Hybrid {
+                score,
+                bm25,
+                cosine,
+            } => Reason::Hybrid {
+                score,
+                bm25,
+                cosine,
+                explanation: bm25.and_then(|_| explainer.explain(key)),
+            },
             Why::Skill { skill, score } => Reason::Skill {
                 skill: Arc::clone(skill),
                 score,
@@ -156,7 +171,7 @@ enum Found<'a> {
 
 impl<'a> Candidate<'a> {
     fn bonus_of(why: &Why<'_>, score: f32) -> f32 {
-        if matches!(why, Why::Retrieved { .. }) {
+        if matches!(why, Why::Retrieved { .. } | Why::Hybrid { .. }) {
             retrieval_bonus(score)
         } else {
             0.0
@@ -715,6 +730,18 @@ impl<'a> Retrieved<'_, 'a> {
         relative: f32,
         score: f32,
     ) {
+        self.add_why(key, row, relative, Why::Retrieved { score });
+    }
+
+    /// [`Self::add`] for a tool that hybrid retrieval ranked (`why` is its `Why::Hybrid`).
+    #[inline(always)]
+    pub fn add_why(
+        &mut self,
+        key: &'a Arc<str>,
+        row: Option<&'a Attachment>,
+        relative: f32,
+        why: Why<'a>,
+    ) {
         let found = Found::Indexed(key, row);
         let c = &mut *self.candidates;
         if self.merge {
@@ -723,18 +750,13 @@ impl<'a> Retrieved<'_, 'a> {
                     if let Found::NotLooked = c.found {
                         c.found = found;
                     }
-                    c.merge(class::RELEVANT, relative, Why::Retrieved { score });
+                    c.merge(class::RELEVANT, relative, why);
                 }
                 return;
             }
         }
-        c.list.push(Candidate::new(
-            key,
-            found,
-            class::RELEVANT,
-            relative,
-            Why::Retrieved { score },
-        ));
+        c.list
+            .push(Candidate::new(key, found, class::RELEVANT, relative, why));
     }
 }
 

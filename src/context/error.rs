@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::embed::EmbedError;
 use crate::skills::SkillError;
 use crate::store::StoreError;
 
@@ -13,6 +14,17 @@ pub enum SelectError {
     Store(StoreError),
     /// A skill's dependencies could not be resolved.
     Skill(SkillError),
+    /// The policy asks for hybrid retrieval and the builder has no embedder
+    /// ([`ContextBuilder::with_embedder`](super::ContextBuilder::with_embedder)).
+    NoEmbedder,
+    /// The turn's message could not be embedded, or its vector does not fit the embedder's.
+    Embed(EmbedError),
+}
+
+impl From<EmbedError> for SelectError {
+    fn from(e: EmbedError) -> Self {
+        SelectError::Embed(e)
+    }
 }
 
 impl From<StoreError> for SelectError {
@@ -32,6 +44,11 @@ impl fmt::Display for SelectError {
         match self {
             SelectError::Store(e) => write!(f, "selection failed: {e}"),
             SelectError::Skill(e) => write!(f, "selection failed: {e}"),
+            SelectError::NoEmbedder => write!(
+                f,
+                "selection failed: hybrid retrieval needs a builder with an embedder"
+            ),
+            SelectError::Embed(e) => write!(f, "selection failed: {e}"),
         }
     }
 }
@@ -41,6 +58,8 @@ impl std::error::Error for SelectError {
         match self {
             SelectError::Store(e) => Some(e),
             SelectError::Skill(e) => Some(e),
+            SelectError::NoEmbedder => None,
+            SelectError::Embed(e) => Some(e),
         }
     }
 }

@@ -14,6 +14,53 @@ pub enum NoMatch {
     All,
 }
 
+/// How a turn's tools are retrieved.
+///
+/// ```
+/// use capstore::context::{HybridPolicy, Retrieval};
+/// assert_eq!(Retrieval::default(), Retrieval::Lexical);
+/// let hybrid: Retrieval = serde_json::from_str(r#"{"hybrid": {"lexical_weight": 0.7}}"#)?;
+/// assert_eq!(hybrid, Retrieval::Hybrid(HybridPolicy { lexical_weight: 0.7, ..HybridPolicy::default() }));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retrieval {
+    /// BM25 over the tools' text: no model, no vectors.
+    #[default]
+    Lexical,
+    /// BM25 and the nearest tool vectors by cosine, fused: needs a builder with an
+    /// [`Embedder`](crate::embed::Embedder) and the store's tools embedded by it
+    /// ([`embed_missing`](crate::embed::embed_missing)).
+    Hybrid(HybridPolicy),
+}
+
+/// The knobs of hybrid retrieval ([`Retrieval::Hybrid`]); how the two rankings are fused is
+/// described in the [module docs](super#hybrid-retrieval).
+///
+/// ```
+/// let p = capstore::context::HybridPolicy::default();
+/// assert_eq!((p.depth, p.lexical_weight), (40, 0.5));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HybridPolicy {
+    /// How many of each ranking's best are fused. Default 40.
+    pub depth: usize,
+    /// The lexical side's share of the fused score (0..=1); the dense side has the rest.
+    /// Default 0.5.
+    pub lexical_weight: f32,
+}
+
+impl Default for HybridPolicy {
+    fn default() -> Self {
+        HybridPolicy {
+            depth: 40,
+            lexical_weight: 0.5,
+        }
+    }
+}
+
 /// The selection policy. Every field has a default ([`SelectionPolicy::default`]); build on it
 /// with struct update syntax.
 ///
@@ -80,6 +127,8 @@ pub struct SelectionPolicy {
     pub on_no_match: NoMatch,
     /// Attach each retrieved tool's per-term BM25 explanation to its reason. Default true.
     pub explain: bool,
+    /// Lexical (BM25, the default) or hybrid (BM25 and a sentence embedder, fused).
+    pub retrieval: Retrieval,
 }
 
 impl Default for SelectionPolicy {
@@ -106,6 +155,7 @@ impl Default for SelectionPolicy {
             match_exact_names: true,
             on_no_match: NoMatch::PinnedOnly,
             explain: true,
+            retrieval: Retrieval::Lexical,
         }
     }
 }
@@ -165,10 +215,23 @@ impl SelectionPolicy {
                 });
             }
         }
+        let lexical_weight = match self.retrieval {
+            Retrieval::Hybrid(hybrid) => {
+                if hybrid.depth == 0 {
+                    return Err(PolicyError {
+                        field: "retrieval.hybrid.depth",
+                        reason: "must be at least 1",
+                    });
+                }
+                hybrid.lexical_weight
+            }
+            Retrieval::Lexical => 0.0,
+        };
         let fractions = [
             ("min_relative_score", self.min_relative_score),
             ("skill_min_relative_score", self.skill_min_relative_score),
             ("history_decay", self.history_decay),
+            ("retrieval.hybrid.lexical_weight", lexical_weight),
         ];
         for (field, value) in fractions {
             if !(0.0..=1.0).contains(&value) {

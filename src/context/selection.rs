@@ -39,6 +39,22 @@ pub enum Reason {
         #[serde(skip_serializing_if = "Option::is_none")]
         explanation: Option<Box<Explanation>>,
     },
+    /// Hybrid retrieval ranked it: BM25 and the cosine of its vector with the message's,
+    /// fused ([`Retrieval::Hybrid`](super::Retrieval::Hybrid)). Either side may be missing: a
+    /// tool no query word matches can be found by meaning alone, and the other way round.
+    Hybrid {
+        /// The fused score.
+        score: f32,
+        /// Its BM25 score, if BM25 ranked it among the fused.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bm25: Option<f32>,
+        /// Its cosine similarity with the message, if the dense side ranked it among the fused.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cosine: Option<f32>,
+        /// Each query term's BM25 contribution (when the policy asks for explanations).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        explanation: Option<Box<Explanation>>,
+    },
     /// A skill it belongs to matched the message.
     Skill {
         /// The skill.

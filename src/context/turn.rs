@@ -1,6 +1,7 @@
 //! What a selection looks at: the turn's message, earlier messages, and what happened before.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::selection::Selection;
 
@@ -28,6 +29,9 @@ pub struct Turn {
     pub previous: Vec<PreviousTool>,
     /// Tools the model pulled in with `search_tools`, kept selected from then on.
     pub discovered: Vec<String>,
+    /// The message's vector from the builder's embedder, when the caller made it already (in
+    /// a batch, say); hybrid retrieval embeds the message itself otherwise.
+    pub query_vector: Option<Arc<[f32]>>,
 }
 
 impl Turn {
@@ -41,6 +45,18 @@ impl Turn {
             message: message.into(),
             ..Turn::default()
         }
+    }
+
+    /// Sets the message's vector, made by the same embedder as the builder's (hybrid
+    /// retrieval then does not embed the message again).
+    ///
+    /// ```
+    /// let t = capstore::context::Turn::new("hi").with_query_vector(vec![0.6, 0.8]);
+    /// assert_eq!(t.query_vector.as_deref(), Some(&[0.6, 0.8][..]));
+    /// ```
+    pub fn with_query_vector(mut self, vector: Vec<f32>) -> Self {
+        self.query_vector = Some(vector.into());
+        self
     }
 
     /// Sets the earlier user messages, oldest first.
@@ -204,6 +220,7 @@ impl Conversation {
             recent_tools: self.recent_tools.iter().cloned().collect(),
             previous: self.previous.clone(),
             discovered: self.discovered.clone(),
+            query_vector: None,
         };
         push_bounded(&mut self.messages, message);
         turn

@@ -12,6 +12,11 @@
 
 use std::fmt;
 
+mod vectors;
+
+pub use vectors::{DenseHit, EmbedReport, ToolVector, embed_missing, embedding_text, nearest};
+pub(crate) use vectors::{check_shape, nearest_keys, schema as vectors_schema};
+
 /// A model that turns texts into vectors of a fixed size.
 ///
 /// Implementations must be deterministic (the same text, the same vector) so that selections

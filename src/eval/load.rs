@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::Tool;
 use crate::context::{PolicyError, SelectError};
+use crate::embed::EmbedError;
 use crate::store::{SchemaError, StoreError};
 
 /// One tool of an evaluation catalog: its identity in the data set, and the tool to register
@@ -117,6 +118,8 @@ pub enum EvalError {
     Select(SelectError),
     /// The selection policy is out of range (for example `k` = 0 is fine, a NaN weight is not).
     Policy(PolicyError),
+    /// The tools or the queries could not be embedded (hybrid retrieval).
+    Embed(EmbedError),
     /// The store holds a different number of tools than the file after registration.
     CountMismatch {
         /// Tools in the file.
@@ -173,6 +176,7 @@ impl fmt::Display for EvalError {
             EvalError::Schema(e) => write!(f, "text index options: {e}"),
             EvalError::Select(e) => write!(f, "selection: {e}"),
             EvalError::Policy(e) => write!(f, "{e}"),
+            EvalError::Embed(e) => write!(f, "{e}"),
             EvalError::CountMismatch {
                 expected,
                 registered,
@@ -200,6 +204,7 @@ impl std::error::Error for EvalError {
             EvalError::Schema(e) => Some(e),
             EvalError::Select(e) => Some(e),
             EvalError::Policy(e) => Some(e),
+            EvalError::Embed(e) => Some(e),
             _ => None,
         }
     }

@@ -55,4 +55,6 @@ pub use conversations::{
 };
 pub use load::{EvalError, Query, ToolEntry, load_queries, load_tools, parse_queries, parse_tools};
 pub use metrics::{Metrics, complete_at, mrr_at, ndcg_at, recall_at};
-pub use run::{EvalConfig, EvalReport, QueryRun, assign_keys, run};
+pub use run::{
+    EmbeddingTimes, EvalConfig, EvalReport, QueryRun, assign_keys, run, run_with_embedder,
+};

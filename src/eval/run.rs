@@ -1,9 +1,11 @@
 //! Registering a catalog, selecting for every query, timing and scoring.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::context::{ContextBuilder, SelectionPolicy, Turn};
+use crate::context::{ContextBuilder, Retrieval, SelectionPolicy, Turn};
+use crate::embed::{Embedder, embed_missing};
 use crate::tools::{ToolTextOptions, name_counts};
 use crate::{Store, TOOLS, Tool};
 
@@ -28,6 +30,9 @@ pub struct EvalConfig {
     pub text: ToolTextOptions,
     /// `SelectionPolicy::match_exact_names`. Default true, as in the default policy.
     pub match_exact_names: bool,
+    /// `SelectionPolicy::retrieval`: lexical (the default), or hybrid with
+    /// [`run_with_embedder`].
+    pub retrieval: Retrieval,
 }
 
 impl Default for EvalConfig {
@@ -36,6 +41,7 @@ impl Default for EvalConfig {
             k: 10,
             text: ToolTextOptions::default(),
             match_exact_names: SelectionPolicy::default().match_exact_names,
+            retrieval: Retrieval::Lexical,
         }
     }
 }
@@ -71,8 +77,10 @@ pub struct EvalReport {
     /// Wall time of the one write transaction that registered every tool (index build
     /// included).
     pub build_time: Duration,
-    /// Wall time of all the selections.
+    /// Wall time of all the selections (the queries' embedding excluded: see `embedding`).
     pub query_time: Duration,
+    /// With an embedder: how long embedding the tools and the queries took.
+    pub embedding: Option<EmbeddingTimes>,
     /// Each query's ranking, in the queries' order.
     pub runs: Vec<QueryRun>,
     /// The scores.
@@ -88,14 +96,65 @@ impl EvalReport {
     /// # Ok::<(), capstore::eval::EvalError>(())
     /// ```
     pub fn queries_per_second(&self) -> f64 {
-        let secs = self.query_time.as_secs_f64();
-        if self.runs.is_empty() || secs <= 0.0 {
-            0.0
-        } else {
-            self.runs.len() as f64 / secs
-        }
+        per_second(self.runs.len(), self.query_time)
     }
 }
+
+/// How long a hybrid run spent embedding ([`run_with_embedder`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use capstore::eval::EmbeddingTimes;
+/// let t = EmbeddingTimes { tools: 10, tools_time: Duration::from_secs(2), queries: 4, queries_time: Duration::from_secs(1) };
+/// assert_eq!((t.tools_per_second(), t.queries_per_second()), (5.0, 4.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EmbeddingTimes {
+    /// Tools embedded.
+    pub tools: usize,
+    /// Wall time of embedding them (in batches) and storing their vectors.
+    pub tools_time: Duration,
+    /// Queries embedded.
+    pub queries: usize,
+    /// Wall time of embedding them, in batches.
+    pub queries_time: Duration,
+}
+
+impl EmbeddingTimes {
+    /// Tools embedded per second.
+    ///
+    /// ```
+    /// # use capstore::eval::EmbeddingTimes; use std::time::Duration;
+    /// let t = EmbeddingTimes { tools: 0, tools_time: Duration::ZERO, queries: 0, queries_time: Duration::ZERO };
+    /// assert_eq!(t.tools_per_second(), 0.0);
+    /// ```
+    pub fn tools_per_second(&self) -> f64 {
+        per_second(self.tools, self.tools_time)
+    }
+
+    /// Queries embedded per second.
+    ///
+    /// ```
+    /// # use capstore::eval::EmbeddingTimes; use std::time::Duration;
+    /// let t = EmbeddingTimes { tools: 0, tools_time: Duration::ZERO, queries: 3, queries_time: Duration::from_secs(3) };
+    /// assert_eq!(t.queries_per_second(), 1.0);
+    /// ```
+    pub fn queries_per_second(&self) -> f64 {
+        per_second(self.queries, self.queries_time)
+    }
+}
+
+fn per_second(count: usize, time: Duration) -> f64 {
+    let secs = time.as_secs_f64();
+    if count == 0 || secs <= 0.0 {
+        0.0
+    } else {
+        count as f64 / secs
+    }
+}
+
+/// How many queries are embedded at once.
+const QUERY_BATCH: usize = 64;
 
 /// Replaces `/` (the source/name separator) and trims white space, so that a piece of an id can
 /// be a source.
@@ -173,6 +232,55 @@ pub fn run(
     queries: &[Query],
     config: &EvalConfig,
 ) -> Result<EvalReport, EvalError> {
+    run_inner(tools, queries, config, None)
+}
+
+/// [`run`] with `embedder`: after registering the tools it embeds them
+/// ([`embed_missing`]) and the queries (in batches), then selects with `config.retrieval`
+/// (set it to [`Retrieval::Hybrid`] to fuse; lexical ignores the vectors). The report's
+/// `embedding` says how long the embedding took; `query_time` is the selections' alone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use capstore::context::{HybridPolicy, Retrieval};
+/// use capstore::embed::{EmbedError, Embedder};
+/// use capstore::eval::{EvalConfig, Query, ToolEntry, run_with_embedder};
+/// use capstore::Tool;
+///
+/// struct Money;
+/// impl Embedder for Money {
+///     fn model_id(&self) -> &str { "money" }
+///     fn dimensions(&self) -> usize { 2 }
+///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+///         Ok(texts.iter().map(|t| vec![(t.contains("invoice") || t.contains("bill")) as u8 as f32, 0.5]).collect())
+///     }
+/// }
+/// let tools = [
+///     ToolEntry { id: "1".into(), tool: Tool::new("create_invoice", "Create an invoice") },
+///     ToolEntry { id: "2".into(), tool: Tool::new("send_email", "Send an email") },
+/// ];
+/// let queries = [Query { id: "q".into(), query: "bill the client".into(), gold: vec!["1".into()], split: None }];
+/// let config = EvalConfig { k: 1, retrieval: Retrieval::Hybrid(HybridPolicy::default()), ..EvalConfig::default() };
+/// let report = run_with_embedder(&tools, &queries, &config, Arc::new(Money))?;
+/// assert_eq!(report.metrics.recall_1, 100.0);
+/// assert_eq!(report.embedding.map(|e| (e.tools, e.queries)), Some((2, 1)));
+/// # Ok::<(), capstore::eval::EvalError>(())
+/// ```
+pub fn run_with_embedder(
+    tools: &[ToolEntry],
+    queries: &[Query],
+    config: &EvalConfig,
+    embedder: Arc<dyn Embedder>,
+) -> Result<EvalReport, EvalError> {
+    run_inner(tools, queries, config, Some(embedder))
+}
+
+fn run_inner(
+    tools: &[ToolEntry],
+    queries: &[Query],
+    config: &EvalConfig,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<EvalReport, EvalError> {
     let keyed = assign_keys(tools)?;
     let id_of: HashMap<String, &str> = keyed
         .iter()
@@ -197,6 +305,24 @@ pub fn run(
             source,
         })?;
     let build_time = started.elapsed();
+    let mut embedding = None;
+    let mut query_vectors = Vec::new();
+    if let Some(embedder) = &embedder {
+        let started = Instant::now();
+        let report = embed_missing(&store, embedder.as_ref()).map_err(EvalError::Embed)?;
+        let tools_time = started.elapsed();
+        let started = Instant::now();
+        for batch in queries.chunks(QUERY_BATCH) {
+            let texts: Vec<&str> = batch.iter().map(|q| q.query.as_str()).collect();
+            query_vectors.extend(embedder.embed(&texts).map_err(EvalError::Embed)?);
+        }
+        embedding = Some(EmbeddingTimes {
+            tools: report.embedded,
+            tools_time,
+            queries: queries.len(),
+            queries_time: started.elapsed(),
+        });
+    }
     let snapshot = store.snapshot();
     let registered = snapshot
         .count(&TOOLS)
@@ -208,20 +334,29 @@ pub fn run(
         });
     }
 
-    let builder = ContextBuilder::with_policy(
+    let mut builder = ContextBuilder::with_policy(
         SelectionPolicy {
             explain: false,
             match_exact_names: config.match_exact_names,
+            retrieval: config.retrieval,
             ..SelectionPolicy::default()
         }
         .with_tool_limit(config.k),
     )
     .map_err(EvalError::Policy)?;
+    if let Some(embedder) = embedder {
+        builder = builder.with_embedder(embedder);
+    }
     let started = Instant::now();
     let mut runs = Vec::with_capacity(queries.len());
+    let mut query_vectors = query_vectors.into_iter();
     for q in queries {
+        let mut turn = Turn::new(q.query.as_str());
+        if let Some(vector) = query_vectors.next() {
+            turn = turn.with_query_vector(vector);
+        }
         let selection = builder
-            .select(&snapshot, &Turn::new(q.query.as_str()))
+            .select(&snapshot, &turn)
             .map_err(EvalError::Select)?;
         let ranked = selection
             .ranked()
@@ -242,6 +377,7 @@ pub fn run(
         registered,
         build_time,
         query_time,
+        embedding,
         runs,
         metrics,
     })

@@ -1,0 +1,107 @@
+//! Hybrid retrieval: the tools' BM25 hits and their nearest vectors, fused into one ranking
+//! (the [module docs](super#hybrid-retrieval) say how, and why that way).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::bm25::{Attachment, KeyHit};
+use crate::embed::{self, Embedder};
+use crate::store::Snapshot;
+
+use super::error::SelectError;
+use super::policy::HybridPolicy;
+use super::turn::Turn;
+
+/// A tool of the fused ranking, with each side's evidence.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FusedHit<'a> {
+    pub key: &'a Arc<str>,
+    /// The row the text index keeps with the tool, when BM25 found it.
+    pub attachment: Option<&'a Attachment>,
+    pub score: f32,
+    pub bm25: Option<f32>,
+    pub cosine: Option<f32>,
+}
+
+/// The turn's message vector: the turn's own, if the caller made it, else `embedder`'s.
+pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f32>, SelectError> {
+    let vector = match &turn.query_vector {
+        Some(vector) => vector.to_vec(),
+        None => {
+            let vectors = embedder.embed(&[turn.message.as_str()])?;
+            embed::check_shape(embedder, 1, &vectors)?;
+            vectors.into_iter().next().unwrap_or_default()
+        }
+    };
+    if vector.len() != embedder.dimensions() {
+        return Err(SelectError::Embed(embed::EmbedError::Shape {
+            expected: format!("a query vector of {} numbers", embedder.dimensions()),
+            got: format!("{} numbers", vector.len()),
+        }));
+    }
+    Ok(vector)
+}
+
+/// The best `k` of the fusion of `lexical` (BM25 hits, best first) and the `policy.depth`
+/// nearest vectors to `query`, best first, ties by key.
+pub(super) fn fuse<'a>(
+    snapshot: &'a Snapshot,
+    embedder: &dyn Embedder,
+    query: &[f32],
+    lexical: &[KeyHit<'a>],
+    policy: &HybridPolicy,
+    k: usize,
+) -> Result<Vec<FusedHit<'a>>, SelectError> {
+    let dense = embed::nearest_keys(snapshot, embedder.model_id(), query, policy.depth)?;
+    let lexical = lexical
+        .get(..policy.depth.min(lexical.len()))
+        .unwrap_or_default();
+    let w = policy.lexical_weight;
+    let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
+    let (best_cos, floor) = match (dense.first(), dense.last()) {
+        (Some(&(_, best)), Some(&(_, last))) => (best, last),
+        _ => (0.0, 0.0),
+    };
+    let mut fused: Vec<FusedHit<'a>> = Vec::with_capacity(lexical.len() + dense.len());
+    let mut at: HashMap<&str, usize> = HashMap::with_capacity(fused.capacity());
+    for hit in lexical {
+        at.insert(hit.key, fused.len());
+        fused.push(FusedHit {
+            key: hit.key,
+            attachment: hit.attachment,
+            score: w * relative(hit.score, 0.0, best_bm25),
+            bm25: Some(hit.score),
+            cosine: None,
+        });
+    }
+    for (key, cosine) in dense {
+        let share = (1.0 - w) * relative(cosine, floor, best_cos);
+        match at.get(&**key) {
+            Some(&i) => {
+                if let Some(hit) = fused.get_mut(i) {
+                    hit.score += share;
+                    hit.cosine = Some(cosine);
+                }
+            }
+            None => fused.push(FusedHit {
+                key,
+                attachment: None,
+                score: share,
+                bm25: None,
+                cosine: Some(cosine),
+            }),
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(b.key)));
+    fused.truncate(k);
+    Ok(fused)
+}
+
+/// Where `score` stands between `floor` (0) and `best` (1); 1 when they are equal.
+fn relative(score: f32, floor: f32, best: f32) -> f32 {
+    if best > floor {
+        ((score - floor) / (best - floor)).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}

@@ -1,0 +1,288 @@
+//! Tool vectors in the store: the [`VECTORS`](crate::VECTORS) table, filling it, and the exact
+//! cosine top-k over it.
+
+use std::sync::Arc;
+
+use crate::store::{RecordError, Snapshot, Store, StoreError, TableSchema};
+use crate::tables::{TOOLS, VECTORS};
+use crate::tools::Tool;
+
+use super::{EmbedError, Embedder};
+
+/// A tool's embedding, as the [`VECTORS`](crate::VECTORS) table keeps it: unit length, tagged
+/// with the model that made it, keyed by the tool's key.
+///
+/// The table follows the tools table ([`TableSchema::follows`]): writing or removing a tool
+/// removes its vector in the same transaction, so a snapshot never pairs a tool with a vector
+/// made for another version of it. [`embed_missing`] fills the table.
+///
+/// ```
+/// use capstore::embed::ToolVector;
+/// let v = ToolVector::new("weather/get_forecast", "toy-v1", vec![3.0, 4.0]);
+/// assert_eq!(&*v.vector, [0.6, 0.8]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolVector {
+    /// The tool's key (`source/name`).
+    pub key: Arc<str>,
+    /// [`Embedder::model_id`] of the model that made it.
+    pub model: Arc<str>,
+    /// The vector, scaled to unit length (all zeros stays all zeros).
+    pub vector: Arc<[f32]>,
+}
+
+impl ToolVector {
+    /// The vector of tool `key` made by model `model`, scaled to unit length.
+    ///
+    /// ```
+    /// let v = capstore::embed::ToolVector::new("a", "m", vec![0.0, 2.0]);
+    /// assert_eq!((&*v.key, &*v.vector), ("a", &[0.0, 1.0][..]));
+    /// ```
+    pub fn new(key: impl Into<Arc<str>>, model: impl Into<Arc<str>>, vector: Vec<f32>) -> Self {
+        ToolVector {
+            key: key.into(),
+            model: model.into(),
+            vector: normalized(vector).into(),
+        }
+    }
+}
+
+/// `vector` scaled to unit length; a zero (or non-finite) norm leaves it as it is.
+pub(crate) fn normalized(mut vector: Vec<f32>) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm.is_normal() {
+        for x in &mut vector {
+            *x /= norm;
+        }
+    }
+    vector
+}
+
+/// The `vectors` table's schema: keyed by tool key, following the tools table.
+pub(crate) fn schema() -> TableSchema<ToolVector> {
+    TableSchema::new("vectors", |v: &ToolVector| v.key.to_string())
+        .follows(&TOOLS)
+        .validator(|v: &ToolVector| {
+            if v.vector.is_empty() {
+                return Err(RecordError::Invalid {
+                    field: "vector",
+                    reason: "must not be empty".into(),
+                });
+            }
+            if !v.vector.iter().all(|x| x.is_finite()) {
+                return Err(RecordError::Invalid {
+                    field: "vector",
+                    reason: "must hold finite numbers only".into(),
+                });
+            }
+            Ok(())
+        })
+}
+
+/// The text a tool is embedded from: its name, its description, and its parameters' names.
+///
+/// ```
+/// use capstore::{embed::embedding_text, Tool};
+/// let tool = Tool::new("get_forecast", "Weather forecast for a city");
+/// assert_eq!(embedding_text(&tool), "get_forecast: Weather forecast for a city");
+/// ```
+pub fn embedding_text(tool: &Tool) -> String {
+    format!("{}: {}", tool.name, tool.description)
+}
+
+/// What [`embed_missing`] did.
+///
+/// ```
+/// let report = capstore::embed::EmbedReport::default();
+/// assert_eq!((report.embedded, report.stale), (0, 0));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedReport {
+    /// Tools embedded and stored.
+    pub embedded: usize,
+    /// Tools embedded but changed or removed meanwhile: their vectors were not stored (call
+    /// again to embed their new versions).
+    pub stale: usize,
+    /// The version of the commit that stored them, if anything was stored.
+    pub version: Option<u64>,
+}
+
+/// How many texts are sent to the embedder at once.
+const EMBED_BATCH: usize = 64;
+
+/// Embeds every tool of `store` that has no vector from `embedder`'s model yet, and stores the
+/// vectors in one commit.
+///
+/// The embedding runs on a snapshot, outside any lock (it takes milliseconds a tool); only the
+/// commit of the finished vectors holds the writer lock. A tool changed or removed while its
+/// vector was made gets none (counted in [`EmbedReport::stale`]): the commit stores a vector
+/// only beside the very tool row it was made from. On an error nothing is stored.
+///
+/// ```
+/// use capstore::embed::{embed_missing, EmbedError, Embedder};
+/// use capstore::{Store, Tool, TOOLS, VECTORS};
+///
+/// struct Lengths;
+/// impl Embedder for Lengths {
+///     fn model_id(&self) -> &str { "lengths" }
+///     fn dimensions(&self) -> usize { 2 }
+///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+///         Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+///     }
+/// }
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "first tool")))?;
+/// assert_eq!(embed_missing(&store, &Lengths)?.embedded, 1);
+/// assert_eq!(embed_missing(&store, &Lengths)?.embedded, 0); // nothing missing now
+/// assert!(store.snapshot().get(&VECTORS, "a")?.is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn embed_missing(store: &Store, embedder: &dyn Embedder) -> Result<EmbedReport, EmbedError> {
+    let snapshot = store.snapshot();
+    let model = embedder.model_id();
+    let tools = snapshot.iter(&TOOLS).map_err(store_error)?;
+    let mut missing: Vec<(Arc<str>, Arc<Tool>)> = Vec::new();
+    for (key, _) in tools {
+        let current = snapshot.get(&VECTORS, key).map_err(store_error)?;
+        if current.is_some_and(|v| &*v.model == model) {
+            continue;
+        }
+        if let Some(tool) = snapshot.get_arc(&TOOLS, key).map_err(store_error)? {
+            missing.push((Arc::clone(key), tool));
+        }
+    }
+    let mut vectors = Vec::with_capacity(missing.len());
+    for batch in missing.chunks(EMBED_BATCH) {
+        let texts: Vec<String> = batch.iter().map(|(_, tool)| embedding_text(tool)).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let embedded = embedder.embed(&texts)?;
+        check_shape(embedder, texts.len(), &embedded)?;
+        vectors.extend(embedded);
+    }
+    let mut report = EmbedReport::default();
+    if missing.is_empty() {
+        return Ok(report);
+    }
+    let mut tx = store.begin();
+    for ((key, tool), vector) in missing.into_iter().zip(vectors) {
+        let still = tx.view().get_arc(&TOOLS, &key).map_err(store_error)?;
+        if !still.is_some_and(|now| Arc::ptr_eq(&now, &tool)) {
+            report.stale += 1;
+            continue;
+        }
+        tx.upsert(&VECTORS, ToolVector::new(key, model, vector))
+            .map_err(store_error)?;
+        report.embedded += 1;
+    }
+    if report.embedded > 0 {
+        report.version = Some(tx.commit().version);
+    }
+    Ok(report)
+}
+
+/// Checks that `embedder` gave `count` vectors of its declared length.
+pub(crate) fn check_shape(
+    embedder: &dyn Embedder,
+    count: usize,
+    vectors: &[Vec<f32>],
+) -> Result<(), EmbedError> {
+    let dims = embedder.dimensions();
+    if vectors.len() != count {
+        return Err(EmbedError::Shape {
+            expected: format!("{count} vectors"),
+            got: format!("{} vectors", vectors.len()),
+        });
+    }
+    match vectors.iter().find(|v| v.len() != dims) {
+        Some(v) => Err(EmbedError::Shape {
+            expected: format!("vectors of {dims} numbers"),
+            got: format!("a vector of {} numbers", v.len()),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn store_error(error: StoreError) -> EmbedError {
+    EmbedError::Embed {
+        reason: format!("the store: {error}"),
+    }
+}
+
+/// A tool the dense search found: its key and the cosine of its vector with the query's.
+///
+/// ```
+/// use capstore::embed::DenseHit;
+/// let hit = DenseHit { key: "a".into(), cosine: 0.5 };
+/// assert_eq!(hit.cosine, 0.5);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseHit {
+    /// The tool's key.
+    pub key: Arc<str>,
+    /// The cosine similarity of the tool's vector and the query's (-1 to 1).
+    pub cosine: f32,
+}
+
+/// The `k` tools of `snapshot` whose vectors from `model` are nearest `query` by cosine, best
+/// first (ties by key): an exact scan of every vector, `dimensions` multiply-adds each.
+/// `query` need not be unit length; vectors of another model or length are passed over.
+///
+/// ```
+/// use capstore::embed::{nearest, ToolVector};
+/// use capstore::{Store, Tool, TOOLS, VECTORS};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("north", "up"))?;
+///     tx.insert(&TOOLS, Tool::new("east", "right"))?;
+///     tx.insert(&VECTORS, ToolVector::new("north", "toy", vec![0.0, 1.0]))?;
+///     tx.insert(&VECTORS, ToolVector::new("east", "toy", vec![1.0, 0.0]))
+/// })?;
+/// let hits = nearest(&store.snapshot(), "toy", &[0.1, 1.0], 1)?;
+/// assert_eq!(&*hits[0].key, "north");
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn nearest(
+    snapshot: &Snapshot,
+    model: &str,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<DenseHit>, StoreError> {
+    Ok(nearest_keys(snapshot, model, query, k)?
+        .into_iter()
+        .map(|(key, cosine)| DenseHit {
+            key: Arc::clone(key),
+            cosine,
+        })
+        .collect())
+}
+
+/// [`nearest`], with the keys borrowed from the snapshot.
+pub(crate) fn nearest_keys<'s>(
+    snapshot: &'s Snapshot,
+    model: &str,
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<(&'s Arc<str>, f32)>, StoreError> {
+    let query = normalized(query.to_vec());
+    let mut best: Vec<(f32, &Arc<str>)> = Vec::with_capacity(k.saturating_add(1));
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    for (key, row) in snapshot.iter(&VECTORS)? {
+        if row.vector.len() != query.len() || *row.model != *model {
+            continue;
+        }
+        let cosine: f32 = row.vector.iter().zip(&query).map(|(a, b)| a * b).sum();
+        // Keys come in order, so among equal cosines the earlier key is kept.
+        if best.len() == k && best.last().is_some_and(|&(worst, _)| cosine <= worst) {
+            continue;
+        }
+        let at = best.partition_point(|&(c, _)| c >= cosine);
+        best.insert(at, (cosine, key));
+        best.truncate(k);
+    }
+    Ok(best
+        .into_iter()
+        .map(|(cosine, key)| (key, cosine))
+        .collect())
+}
