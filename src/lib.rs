@@ -24,7 +24,9 @@
 //! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
 //! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and
 //! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the
-//! model adapters (reqwest with rustls, as `mcp-live` already uses). With
+//! model adapters (reqwest with rustls, as `mcp-live` already uses). `minilm` (in `cli`):
+//! `embed::MiniLm`, the sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle
+//! and the `tokenizers` crate), its weights read from a directory and never downloaded. With
 //! `default-features = false` the library is the store, BM25, selection and execution only.
 
 pub mod agent;

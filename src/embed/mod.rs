@@ -5,6 +5,10 @@
 //! vector. Plug in any model or embedding API by implementing it; capstore ships one local
 //! implementation, `MiniLm` (feature `minilm`), all-MiniLM-L6-v2 run on the CPU.
 //!
+//! `MiniLm` reads the model from a directory (`config.json`, `tokenizer.json`,
+//! `model.safetensors`; `bash scripts/minilm.sh` fetches them and prints where) and embeds as
+//! sentence-transformers does: WordPiece tokens cut to 256, BERT, mean pooling, unit length.
+//!
 //! What it costs: nothing, unless a selection policy asks for hybrid retrieval. Embedding is
 //! slow next to everything else capstore does (milliseconds a text, where a lexical selection
 //! takes microseconds), so it never runs inside a write transaction or a snapshot read: tools are
@@ -12,8 +16,12 @@
 
 use std::fmt;
 
+#[cfg(feature = "minilm")]
+mod minilm;
 mod vectors;
 
+#[cfg(feature = "minilm")]
+pub use minilm::MiniLm;
 pub use vectors::{DenseHit, EmbedReport, ToolVector, embed_missing, embedding_text, nearest};
 pub(crate) use vectors::{check_shape, nearest_keys, schema as vectors_schema};
 
