@@ -4,15 +4,17 @@
 use std::io::Write;
 
 use super::args::{Args, SourceArgs, number};
+use super::hybrid::HybridArgs;
 use capstore::context::{ContextBuilder, SelectionPolicy};
 use capstore::eval::{
     ConversationReport, EvalConfig, EvalReport, load_conversations, load_queries, load_tools,
-    run as run_eval, run_conversations,
+    run as run_eval, run_conversations, run_with_embedder,
 };
 
 const HELP: &str = "\
 USAGE:
     capstore eval --tools FILE --queries FILE [OPTIONS]
+    capstore eval --tools FILE --queries FILE --embedder DIR [--lexical-weight W] [--depth N]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
@@ -28,6 +30,11 @@ EVAL OPTIONS:
     --k N                     tools selected per query (default 10)
     --run-out FILE            write {\"query_id\", \"ranked\": [tool ids]} a line, per query
     --split NAME              evaluate only the queries of this split
+    --embedder DIR            hybrid retrieval: BM25 fused with all-MiniLM-L6-v2 read from DIR
+                              (scripts/minilm.sh fetches it); embeds every tool and query first
+    --lexical-weight W        BM25's share of the fused score, 0 to 1 (default 0.5; 0 ranks by
+                              the embedder alone)
+    --depth N                 how many of each ranking's best are fused (default 40)
 CONFIG FLAGS (levers; defaults are the store's own):
     --no-split-identifiers    do not split getWeather / get.weather / v2 into parts
     --no-stop-words           keep function words
@@ -45,6 +52,7 @@ struct EvalArgs {
     run_out: Option<String>,
     split: Option<String>,
     config: EvalConfig,
+    hybrid: HybridArgs,
 }
 
 fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
@@ -53,8 +61,12 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
     let mut run_out = None;
     let mut split = None;
     let mut config = EvalConfig::default();
+    let mut hybrid = HybridArgs::default();
     let mut it = Args::new(args);
     while let Some(flag) = it.next() {
+        if hybrid.accept(flag, &mut it)? {
+            continue;
+        }
         let mut value = || it.value(flag).map(str::to_owned);
         match flag {
             "-h" | "--help" => return Ok(None),
@@ -101,6 +113,7 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
         run_out,
         split,
         config,
+        hybrid,
     }))
 }
 
@@ -126,11 +139,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         tools.len(),
         queries.len()
     ));
-    let report = run_eval(&tools, &queries, &args.config).map_err(|e| e.to_string())?;
+    let (retrieval, embedder) = args.hybrid.load()?;
+    let config = EvalConfig {
+        retrieval,
+        ..args.config.clone()
+    };
+    let report = match embedder {
+        Some(embedder) => run_with_embedder(&tools, &queries, &config, embedder),
+        None => run_eval(&tools, &queries, &config),
+    }
+    .map_err(|e| e.to_string())?;
     if let Some(path) = &args.run_out {
         write_jsonl(path, &report.runs).map_err(|e| format!("{path}: {e}"))?;
     }
-    print_report(&args, tools.len(), &report);
+    print_report(&args, &config, tools.len(), &report);
     Ok(())
 }
 
@@ -144,9 +166,8 @@ fn write_jsonl<T: serde::Serialize>(path: &str, rows: &[T]) -> std::io::Result<(
     out.flush()
 }
 
-fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
+fn print_report(args: &EvalArgs, c: &EvalConfig, tools: usize, report: &EvalReport) {
     let m = &report.metrics;
-    let c = &args.config;
     say!("tools: {tools} in file, {} registered", report.registered);
     say!(
         "queries: {}{}",
@@ -171,6 +192,18 @@ fn print_report(args: &EvalArgs, tools: usize, report: &EvalReport) {
         "index build: {:.1} ms",
         report.build_time.as_secs_f64() * 1e3
     );
+    if let Some(e) = &report.embedding {
+        say!("retrieval: {:?}", c.retrieval);
+        say!(
+            "embedding: {} tools in {:.1} s ({:.0} tools/s), {} queries in {:.1} s ({:.0} queries/s)",
+            e.tools,
+            e.tools_time.as_secs_f64(),
+            e.tools_per_second(),
+            e.queries,
+            e.queries_time.as_secs_f64(),
+            e.queries_per_second()
+        );
+    }
     say!(
         "selection: {:.0} queries/s ({:.2} s)",
         report.queries_per_second(),

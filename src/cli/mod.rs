@@ -16,6 +16,7 @@ mod args;
 mod call;
 mod eval;
 mod explain;
+mod hybrid;
 mod select;
 mod serve;
 mod source;
@@ -30,6 +31,7 @@ capstore: an agent's tools in a snapshot-versioned store, selected by BM25
 
 USAGE:
     capstore select \"MESSAGE\" [SOURCE] [--max-tools N] [--explain] [--json [--provider P] [--defer]]
+                    [--embedder DIR [--lexical-weight W] [--depth N]]
     capstore explain TOOL \"MESSAGE\" [SOURCE]
     capstore stats [SOURCE]
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
@@ -50,12 +52,17 @@ SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --call-timeout SECS       give up on a live server's tool call after SECS (default 60)
 
 SELECT:
-    --max-tools N             send at most N tools (default 16)
+    --max-tools N             send at most N tools (default 11)
     --explain                 show each term's BM25 contribution
     --json                    print the provider request's `tools` JSON instead of the table
     --provider P              openai (chat completions, default), openai-responses, anthropic
     --defer                   with anthropic: the whole catalog, unselected tools marked
                               \"defer_loading\": true (for Anthropic's hosted tool search)
+    --embedder DIR            hybrid retrieval: BM25 fused with all-MiniLM-L6-v2 read from DIR
+                              (config.json, tokenizer.json, model.safetensors;
+                              scripts/minilm.sh fetches them); embeds every tool first
+    --lexical-weight W        BM25's share of the fused score, 0 to 1 (default 0.5)
+    --depth N                 how many of each ranking's best are fused (default 40)
 
 EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
 STATS:   what the catalog holds and what its index costs.

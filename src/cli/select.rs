@@ -8,6 +8,7 @@ use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, est
 use capstore::provider::{Provider, ToolExport};
 
 use super::args::{Args, SourceArgs, number, unknown};
+use super::hybrid::{HybridArgs, embed_tools};
 use super::source::{self, Loaded};
 
 struct SelectArgs {
@@ -18,6 +19,7 @@ struct SelectArgs {
     json: bool,
     provider: Provider,
     defer: bool,
+    hybrid: HybridArgs,
 }
 
 fn parse(args: &[String]) -> Result<SelectArgs, String> {
@@ -30,10 +32,11 @@ fn parse(args: &[String]) -> Result<SelectArgs, String> {
         json: false,
         provider: Provider::OpenAiChat,
         defer: false,
+        hybrid: HybridArgs::default(),
     };
     let mut args = Args::new(args);
     while let Some(arg) = args.next() {
-        if parsed.source.accept(arg, &mut args)? {
+        if parsed.source.accept(arg, &mut args)? || parsed.hybrid.accept(arg, &mut args)? {
             continue;
         }
         match arg {
@@ -75,13 +78,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let args = parse(args)?;
+    let (retrieval, embedder) = args.hybrid.load()?;
     let loaded = source::load(&args.source)?;
     let mut policy = loaded.policy.clone();
     if let Some(max) = args.max_tools {
         policy = policy.with_tool_limit(max);
     }
     policy.explain = args.explain;
-    let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    policy.retrieval = retrieval;
+    let mut builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    if let Some(embedder) = embedder {
+        embed_tools(&loaded.store, embedder.as_ref())?;
+        builder = builder.with_embedder(embedder);
+    }
     let snap = loaded.store.snapshot();
     let turn = Turn::new(args.message.clone());
     let selection = builder.select(&snap, &turn).map_err(|e| e.to_string())?;
