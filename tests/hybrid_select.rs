@@ -68,10 +68,7 @@ fn store() -> Store {
 
 fn hybrid(lexical_weight: f32) -> ContextBuilder {
     let policy = SelectionPolicy {
-        retrieval: Retrieval::Hybrid(HybridPolicy {
-            lexical_weight,
-            ..HybridPolicy::default()
-        }),
+        retrieval: Retrieval::Hybrid(HybridPolicy::fixed(lexical_weight)),
         ..SelectionPolicy::default()
     };
     ContextBuilder::with_policy(policy)
@@ -304,17 +301,52 @@ fn embedder_failures_are_typed_and_store_nothing() {
         wrong_length,
         Err(SelectError::Embed(EmbedError::Shape { .. }))
     ));
-    let bad = SelectionPolicy {
-        retrieval: Retrieval::Hybrid(HybridPolicy {
-            lexical_weight: 1.5,
-            depth: 10,
-        }),
-        ..SelectionPolicy::default()
-    };
-    assert_eq!(
-        ContextBuilder::with_policy(bad).expect_err("range").field,
-        "retrieval.hybrid.lexical_weight"
-    );
+    let d = HybridPolicy::default();
+    for (bad, field) in [
+        (HybridPolicy { depth: 0, ..d }, "depth"),
+        (
+            HybridPolicy {
+                min_lexical_weight: -0.1,
+                ..d
+            },
+            "min_lexical_weight",
+        ),
+        (
+            HybridPolicy {
+                max_lexical_weight: 0.1,
+                ..d
+            },
+            "max_lexical_weight",
+        ),
+        (
+            HybridPolicy {
+                max_lexical_weight: 1.5,
+                ..d
+            },
+            "max_lexical_weight",
+        ),
+        (
+            HybridPolicy {
+                evidence_midpoint: f32::NAN,
+                ..d
+            },
+            "evidence_midpoint",
+        ),
+        (
+            HybridPolicy {
+                evidence_scale: 0.0,
+                ..d
+            },
+            "evidence_scale",
+        ),
+    ] {
+        let policy = SelectionPolicy {
+            retrieval: Retrieval::Hybrid(bad),
+            ..SelectionPolicy::default()
+        };
+        let err = ContextBuilder::with_policy(policy).expect_err(field);
+        assert_eq!(err.field, format!("retrieval.hybrid.{field}"));
+    }
 }
 
 #[test]

@@ -25,7 +25,11 @@ impl HybridArgs {
         match flag {
             "--embedder" => self.dir = Some(args.value(flag)?.to_string()),
             "--lexical-weight" => {
-                self.policy.lexical_weight = number(flag, args.value(flag)?)?;
+                let weight = number(flag, args.value(flag)?)?;
+                self.policy = HybridPolicy {
+                    depth: self.policy.depth,
+                    ..HybridPolicy::fixed(weight)
+                };
                 self.tuned = true;
             }
             "--depth" => {

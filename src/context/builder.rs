@@ -6,6 +6,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
+use unicode_segmentation::UnicodeSegmentation;
+
 use crate::Tool;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::Embedder;
@@ -219,7 +221,8 @@ impl ContextBuilder {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
                 let vector = query_vector(embedder, turn)?;
-                Some(fuse(snapshot, embedder, &vector, &hits, &hybrid, k)?)
+                let words = turn.message.unicode_words().count();
+                Some(fuse(snapshot, embedder, &vector, words, &hits, &hybrid, k)?)
             }
             None => None,
         };

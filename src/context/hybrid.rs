@@ -43,11 +43,12 @@ pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f
 }
 
 /// The best `k` of the fusion of `lexical` (BM25 hits, best first) and the `policy.depth`
-/// nearest vectors to `query`, best first, ties by key.
+/// nearest vectors to `query`, best first, ties by key; the message has `words` words.
 pub(super) fn fuse<'a>(
     snapshot: &'a Snapshot,
     embedder: &dyn Embedder,
     query: &[f32],
+    words: usize,
     lexical: &[KeyHit<'a>],
     policy: &HybridPolicy,
     k: usize,
@@ -56,8 +57,8 @@ pub(super) fn fuse<'a>(
     let lexical = lexical
         .get(..policy.depth.min(lexical.len()))
         .unwrap_or_default();
-    let w = policy.lexical_weight;
     let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
+    let w = policy.lexical_weight(best_bm25 / words.max(1) as f32);
     let (best_cos, floor) = match (dense.first(), dense.last()) {
         (Some(&(_, best)), Some(&(_, last))) => (best, last),
         _ => (0.0, 0.0),

@@ -19,8 +19,8 @@ pub enum NoMatch {
 /// ```
 /// use capstore::context::{HybridPolicy, Retrieval};
 /// assert_eq!(Retrieval::default(), Retrieval::Lexical);
-/// let hybrid: Retrieval = serde_json::from_str(r#"{"hybrid": {"lexical_weight": 0.7}}"#)?;
-/// assert_eq!(hybrid, Retrieval::Hybrid(HybridPolicy { lexical_weight: 0.7, ..HybridPolicy::default() }));
+/// let hybrid: Retrieval = serde_json::from_str(r#"{"hybrid": {"depth": 20}}"#)?;
+/// assert_eq!(hybrid, Retrieval::Hybrid(HybridPolicy { depth: 20, ..HybridPolicy::default() }));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -36,28 +36,107 @@ pub enum Retrieval {
 }
 
 /// The knobs of hybrid retrieval ([`Retrieval::Hybrid`]); how the two rankings are fused is
-/// described in the [module docs](super#hybrid-retrieval).
+/// described in the [module docs](super#hybrid-retrieval). The defaults were chosen on the
+/// public sets (BENCHMARKS.md, "Hybrid retrieval").
 ///
 /// ```
-/// let p = capstore::context::HybridPolicy::default();
-/// assert_eq!((p.depth, p.lexical_weight), (40, 0.5));
+/// use capstore::context::HybridPolicy;
+/// let p = HybridPolicy::default();
+/// assert_eq!((p.depth, p.min_lexical_weight, p.max_lexical_weight), (40, 0.2, 0.85));
+/// // A message whose words BM25 matches strongly leans on BM25; a paraphrase on the vectors.
+/// assert!(p.lexical_weight(1.2) > 0.8 && p.lexical_weight(0.1) < 0.25);
+/// assert_eq!(HybridPolicy::fixed(0.6).lexical_weight(3.0), 0.6);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HybridPolicy {
     /// How many of each ranking's best are fused. Default 40.
     pub depth: usize,
-    /// The lexical side's share of the fused score (0..=1); the dense side has the rest.
-    /// Default 0.5.
-    pub lexical_weight: f32,
+    /// The lexical side's share of the fused score when BM25 explains little of the message
+    /// (0..=1); the dense side has the rest. Default 0.2.
+    pub min_lexical_weight: f32,
+    /// The lexical side's share when BM25 explains much of it (`min_lexical_weight..=1`).
+    /// Default 0.85.
+    pub max_lexical_weight: f32,
+    /// The BM25 evidence (the best tool's score per word of the message) at which the weight
+    /// is halfway between the two. Default 0.5.
+    pub evidence_midpoint: f32,
+    /// How quickly the weight moves from one end to the other around the midpoint (> 0).
+    /// Default 0.1.
+    pub evidence_scale: f32,
 }
 
 impl Default for HybridPolicy {
     fn default() -> Self {
         HybridPolicy {
             depth: 40,
-            lexical_weight: 0.5,
+            min_lexical_weight: 0.2,
+            max_lexical_weight: 0.85,
+            evidence_midpoint: 0.5,
+            evidence_scale: 0.1,
         }
+    }
+}
+
+impl HybridPolicy {
+    /// The default policy with one lexical weight for every message.
+    ///
+    /// ```
+    /// let p = capstore::context::HybridPolicy::fixed(0.0); // the vectors alone
+    /// assert_eq!((p.min_lexical_weight, p.max_lexical_weight), (0.0, 0.0));
+    /// ```
+    pub fn fixed(lexical_weight: f32) -> Self {
+        HybridPolicy {
+            min_lexical_weight: lexical_weight,
+            max_lexical_weight: lexical_weight,
+            ..HybridPolicy::default()
+        }
+    }
+
+    /// The lexical side's share of the fused score for a message whose BM25 `evidence` (the
+    /// best tool's score per word of the message) is this: a logistic curve from
+    /// `min_lexical_weight` to `max_lexical_weight`, halfway at `evidence_midpoint`.
+    ///
+    /// ```
+    /// let p = capstore::context::HybridPolicy::default();
+    /// assert!((p.lexical_weight(0.5) - 0.525).abs() < 1e-6);
+    /// ```
+    pub fn lexical_weight(&self, evidence: f32) -> f32 {
+        let (lo, hi) = (self.min_lexical_weight, self.max_lexical_weight);
+        let x = (evidence - self.evidence_midpoint) / self.evidence_scale;
+        lo + (hi - lo) / (1.0 + (-x).exp())
+    }
+
+    fn validate(&self) -> Result<(), PolicyError> {
+        let fail = |field, reason| Err(PolicyError { field, reason });
+        if self.depth == 0 {
+            return fail("retrieval.hybrid.depth", "must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.min_lexical_weight) {
+            return fail(
+                "retrieval.hybrid.min_lexical_weight",
+                "must be between 0 and 1",
+            );
+        }
+        if !(self.min_lexical_weight..=1.0).contains(&self.max_lexical_weight) {
+            return fail(
+                "retrieval.hybrid.max_lexical_weight",
+                "must be between min_lexical_weight and 1",
+            );
+        }
+        if !self.evidence_midpoint.is_finite() {
+            return fail(
+                "retrieval.hybrid.evidence_midpoint",
+                "must be a finite number",
+            );
+        }
+        if !(self.evidence_scale.is_finite() && self.evidence_scale > 0.0) {
+            return fail(
+                "retrieval.hybrid.evidence_scale",
+                "must be a finite number > 0",
+            );
+        }
+        Ok(())
     }
 }
 
@@ -215,23 +294,13 @@ impl SelectionPolicy {
                 });
             }
         }
-        let lexical_weight = match self.retrieval {
-            Retrieval::Hybrid(hybrid) => {
-                if hybrid.depth == 0 {
-                    return Err(PolicyError {
-                        field: "retrieval.hybrid.depth",
-                        reason: "must be at least 1",
-                    });
-                }
-                hybrid.lexical_weight
-            }
-            Retrieval::Lexical => 0.0,
-        };
+        if let Retrieval::Hybrid(hybrid) = &self.retrieval {
+            hybrid.validate()?;
+        }
         let fractions = [
             ("min_relative_score", self.min_relative_score),
             ("skill_min_relative_score", self.skill_min_relative_score),
             ("history_decay", self.history_decay),
-            ("retrieval.hybrid.lexical_weight", lexical_weight),
         ];
         for (field, value) in fractions {
             if !(0.0..=1.0).contains(&value) {
