@@ -1,13 +1,14 @@
-//! all-MiniLM-L6-v2 on the CPU: the model's own WordPiece tokenizer, candle's standard BERT,
-//! mean pooling over the attention mask and L2 normalisation, as sentence-transformers runs it.
+//! all-MiniLM-L6-v2 on the CPU: the model's own WordPiece tokenizer, capstore's BERT encoder
+//! (`bert.rs`), mean pooling over the attention mask and L2 normalisation, as
+//! sentence-transformers runs it.
 
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use super::bert::{Bert, Config};
 use super::{EmbedError, Embedder};
 
 /// The id [`MiniLm::model_id`] returns: the model's name on the Hugging Face hub.
@@ -61,7 +62,7 @@ const VOCAB: usize = 30522;
 /// # fn main() {}
 /// ```
 pub struct MiniLm {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
 }
 
@@ -144,7 +145,7 @@ impl MiniLm {
             &Device::Cpu,
         )
         .map_err(|err| load_error(&weights_path, format!("not a safetensors file: {err}")))?;
-        let model = BertModel::load(vb, &config).map_err(|err| {
+        let model = Bert::load(vb, &config).map_err(|err| {
             load_error(
                 &weights_path,
                 format!("not all-MiniLM-L6-v2's weights: {err}"),
@@ -169,9 +170,8 @@ impl MiniLm {
         let shape = (order.len(), len);
         let input = Tensor::from_vec(input, shape, &Device::Cpu)?;
         let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
-        let token_types = input.zeros_like()?;
         // (batch, len, 384): one vector per token.
-        let tokens = self.model.forward(&input, &token_types, Some(&mask))?;
+        let tokens = self.model.forward(&input, &mask)?;
         // Mean over the text's own tokens: padding weighs zero.
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = tokens.broadcast_mul(&mask)?.sum(1)?;
@@ -299,10 +299,19 @@ fn check_config(config: &Config) -> Result<(), String> {
             ));
         }
     }
-    if config.hidden_act != HiddenAct::Gelu {
+    if config.hidden_act != "gelu" {
         return Err(format!(
             "hidden_act is {:?}, all-MiniLM-L6-v2 has gelu: not this model",
             config.hidden_act
+        ));
+    }
+    if let Some(kind) = config
+        .position_embedding_type
+        .as_deref()
+        .filter(|&kind| kind != "absolute")
+    {
+        return Err(format!(
+            "position_embedding_type is {kind:?}, all-MiniLM-L6-v2 has absolute: not this model"
         ));
     }
     if config.max_position_embeddings < MAX_TOKENS {

@@ -17,6 +17,8 @@
 use std::fmt;
 
 #[cfg(feature = "minilm")]
+mod bert;
+#[cfg(feature = "minilm")]
 mod minilm;
 mod vectors;
 
