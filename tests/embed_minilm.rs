@@ -410,3 +410,58 @@ fn corrupt_weights_are_a_load_error() {
     assert!(reason.starts_with("not a safetensors file"), "{reason}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The whole path with the real model: the bundled catalog embedded, and messages that no word
+/// of any tool matches (issue 20's retrieval misses) find their tools by meaning.
+#[test]
+fn hybrid_over_the_bundled_catalog_finds_what_bm25_misses() {
+    use capstore::catalog::Catalog;
+    use capstore::context::{ContextBuilder, HybridPolicy, Reason, Retrieval, Turn};
+    use capstore::embed::embed_missing;
+
+    let store = capstore::Store::new();
+    let catalog = Catalog::bundled().expect("bundled catalog");
+    catalog.load_into(&store).expect("loads");
+    let report = embed_missing(&store, model()).expect("embeds the catalog");
+    assert_eq!(
+        report.embedded,
+        store.snapshot().count(&capstore::TOOLS).expect("count")
+    );
+    let lexical = ContextBuilder::with_policy(catalog.policy()).expect("policy");
+    let mut policy = catalog.policy();
+    policy.retrieval = Retrieval::Hybrid(HybridPolicy::fixed(0.5));
+    let embedder: std::sync::Arc<dyn capstore::embed::Embedder> =
+        std::sync::Arc::new(MiniLm::load(model_dir()).expect("loads"));
+    let hybrid = ContextBuilder::with_policy(policy)
+        .expect("policy")
+        .with_embedder(embedder);
+    let snap = store.snapshot();
+    for (message, tool) in [
+        ("what VMs have we got in eu-west-1?", "cloud/list_instances"),
+        ("welcome her in #backend", "slack/send_message"),
+        (
+            "site's throwing 502s, is it just me?",
+            "monitoring/check_uptime",
+        ),
+    ] {
+        let turn = Turn::new(message);
+        let before = lexical.select(&snap, &turn).expect("select");
+        assert!(
+            before.keys().all(|k| k != tool),
+            "{message}: BM25 alone sends {tool}"
+        );
+        let after = hybrid.select(&snap, &turn).expect("select");
+        let sent = after.tools.iter().find(|t| &*t.key == tool);
+        let sent = sent.unwrap_or_else(|| {
+            panic!(
+                "{message}: hybrid does not send {tool}: {:?}",
+                after.keys().collect::<Vec<_>>()
+            )
+        });
+        assert!(
+            matches!(sent.reasons[0], Reason::Hybrid { bm25: None, cosine: Some(c), .. } if c > 0.1),
+            "{message}: {:?}",
+            sent.reasons
+        );
+    }
+}
