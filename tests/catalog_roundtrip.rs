@@ -272,10 +272,10 @@ fn shape() -> impl Strategy<Value = Shape> {
 
 fn tool(name: String, salt: usize) -> Tool {
     let mut tool = Tool::new(name, format!("does thing number {salt}"));
-    if salt % 3 != 0 {
+    if !salt.is_multiple_of(3) {
         tool = tool.with_source(format!("src{}", salt % 2));
     }
-    if salt % 2 == 0 {
+    if salt.is_multiple_of(2) {
         tool = tool.with_tags(["read"]).with_input_schema(json!({
             "type": "object",
             "properties": {"path": {"type": "string", "description": "a path"}},

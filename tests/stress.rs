@@ -59,7 +59,7 @@ fn random_tool(rng: &mut Rng) -> Tool {
         format!("{} {}", rng.pick(&WORDS), rng.pick(&WORDS)),
     )
     .with_tags([rng.pick(&TAGS)]);
-    if rng.next() % 2 == 0 {
+    if rng.next().is_multiple_of(2) {
         tool = tool.with_source(rng.pick(&SOURCES));
     }
     tool
@@ -74,7 +74,7 @@ fn random_write(tx: &mut WriteTxn, rng: &mut Rng) -> bool {
         2 => {
             let mut skill =
                 Skill::new(rng.pick(&SKILLS_), rng.pick(&WORDS)).with_examples([rng.pick(&WORDS)]);
-            if rng.next() % 2 == 0 {
+            if rng.next().is_multiple_of(2) {
                 skill = skill.with_dependencies([rng.pick(&SKILLS_)]);
             }
             let tools = (0..rng.next() % 3).map(|_| random_tool(rng)).collect();
@@ -241,7 +241,7 @@ fn one_writer_three_readers_with_subscribers() {
                 for _ in 0..writes {
                     random_write(&mut tx, &mut rng);
                 }
-                if rng.next() % 8 == 0 {
+                if rng.next().is_multiple_of(8) {
                     drop(tx); // an aborted transaction now and then
                 } else if tx.commit().changes.changes.is_empty() {
                     continue;

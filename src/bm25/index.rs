@@ -788,10 +788,10 @@ impl Bm25Index {
                 if check_dead && self.dead.contains(slot) {
                     continue;
                 }
-                if let Some(keep) = keep {
-                    if !key(slot).is_some_and(|key| keep(key)) {
-                        continue;
-                    }
+                if let Some(keep) = keep
+                    && !key(slot).is_some_and(|key| keep(key))
+                {
+                    continue;
                 }
                 top.push(s, slot, &key);
             }

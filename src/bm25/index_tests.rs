@@ -565,7 +565,11 @@ fn sparse_queries_find_what_the_scan_finds() {
         // them), so a query of a few rare terms has a few dozen postings at most: sparse by
         // construction. Every 7th document repeats its neighbour's text (ties by key).
         let text = |i: usize| {
-            let j = if i % 7 == 0 { i.saturating_sub(1) } else { i };
+            let j = if i.is_multiple_of(7) {
+                i.saturating_sub(1)
+            } else {
+                i
+            };
             format!(
                 "common r{} r{} w{} pad{}",
                 j % 97,

@@ -348,7 +348,7 @@ mod tests {
                 let hits = index.search_hashed_keys(&hashed, k, None);
                 hits.iter().map(|h| (Arc::clone(h.key), h.score)).collect()
             };
-            let keep = |key: &str| key.len() % 2 == 0;
+            let keep = |key: &str| key.len().is_multiple_of(2);
             for k in [0, 1, 5, 100] {
                 let want: Vec<(Arc<str>, f32)> = index
                     .search_weighted_all(&terms, k)

@@ -191,11 +191,11 @@ impl Segment {
         }
         self.lo = 0;
         self.hi = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
-        if self.fits_short() {
-            if let Postings::Long(postings) = &mut self.postings {
-                let long = std::mem::take(postings);
-                self.postings = Postings::new(long, self.lo, true);
-            }
+        if self.fits_short()
+            && let Postings::Long(postings) = &mut self.postings
+        {
+            let long = std::mem::take(postings);
+            self.postings = Postings::new(long, self.lo, true);
         }
         self
     }

@@ -165,13 +165,13 @@ pub(crate) fn stem_in_place(word: &mut String) {
 #[inline]
 pub(crate) fn stem_tail(text: &mut String, from: usize) {
     // `stem_cut`'s first test, where the tokenizer's loop can see it: most terms are not cut.
-    if text.as_bytes().last().is_some_and(|&b| may_cut_after(b)) {
-        if let Some(word) = text.as_bytes().get(from..) {
-            let (keep, add_y) = stem_cut(word);
-            text.truncate(from + keep);
-            if add_y {
-                text.push('y');
-            }
+    if text.as_bytes().last().is_some_and(|&b| may_cut_after(b))
+        && let Some(word) = text.as_bytes().get(from..)
+    {
+        let (keep, add_y) = stem_cut(word);
+        text.truncate(from + keep);
+        if add_y {
+            text.push('y');
         }
     }
     if let Some(stem) = text.as_bytes().get(from..).and_then(irregular) {

@@ -320,11 +320,9 @@ impl Tokenizer {
 /// The length of the term at the start of `out` once stemmed by `(keep, add_y)` (see
 /// [`stem_cut`]), writing the `y` where the cut suffix was (so it fits).
 fn apply_cut(out: &mut [u8], (keep, add_y): (usize, bool)) -> usize {
-    if add_y {
-        if let Some(y) = out.get_mut(keep) {
-            *y = b'y';
-            return keep + 1;
-        }
+    if add_y && let Some(y) = out.get_mut(keep) {
+        *y = b'y';
+        return keep + 1;
     }
     keep
 }

@@ -222,10 +222,10 @@ impl<'b> TopK<'b> {
                 .select_nth_unstable_by(self.k - 1, |a, b| rank(a, b, key));
             self.items.truncate(self.k);
         }
-        if self.items.len() == self.k {
-            if let Some(last) = self.items.iter().map(|i| i.0).reduce(f32::min) {
-                self.threshold = last;
-            }
+        if self.items.len() == self.k
+            && let Some(last) = self.items.iter().map(|i| i.0).reduce(f32::min)
+        {
+            self.threshold = last;
         }
     }
 

@@ -104,17 +104,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             say!("  (N = {}, avgdl = {:.1})", first.n_docs, first.avgdl);
         }
     }
-    if let Some(record) = snap.get(&TOOLS, &key).map_err(|e| e.to_string())? {
-        if !record.skills.is_empty() {
-            let matched: Vec<&str> = selection.skills.iter().map(|s| &*s.name).collect();
-            for skill in &record.skills {
-                let state = if matched.contains(&skill.as_str()) {
-                    "matched this turn"
-                } else {
-                    "not matched"
-                };
-                say!("skill {skill}: {state}");
-            }
+    if let Some(record) = snap.get(&TOOLS, &key).map_err(|e| e.to_string())?
+        && !record.skills.is_empty()
+    {
+        let matched: Vec<&str> = selection.skills.iter().map(|s| &*s.name).collect();
+        for skill in &record.skills {
+            let state = if matched.contains(&skill.as_str()) {
+                "matched this turn"
+            } else {
+                "not matched"
+            };
+            say!("skill {skill}: {state}");
         }
     }
     Ok(())

@@ -714,18 +714,19 @@ impl ContextBuilder {
                 continue;
             };
             let tokens = self.tokens_of(entry.record);
-            if let Some(budget) = p.token_budget {
-                if !pinned && used + tokens > budget {
-                    dropped.push(Dropped {
-                        key: Arc::clone(entry.key),
-                        reason: DropReason::TokenBudget {
-                            needed: tokens,
-                            remaining: budget.saturating_sub(used),
-                        },
-                        candidate: c.reasons(explainer),
-                    });
-                    continue;
-                }
+            if let Some(budget) = p.token_budget
+                && !pinned
+                && used + tokens > budget
+            {
+                dropped.push(Dropped {
+                    key: Arc::clone(entry.key),
+                    reason: DropReason::TokenBudget {
+                        needed: tokens,
+                        remaining: budget.saturating_sub(used),
+                    },
+                    candidate: c.reasons(explainer),
+                });
+                continue;
             }
             // Always there: the entry was made for a tool's row.
             let Some(tool) = entry.shared() else {

@@ -663,19 +663,19 @@ impl<'a> Candidates<'a> {
         // selection costs; the prefix is the same either way, the order being total.
         const SELECT_ABOVE: usize = 32;
         let mut cut = false;
-        if let Some(needed) = needed {
-            if needed < order.len() {
-                if sorted {
-                    // The prefix is at hand.
-                } else if order.len() > SELECT_ABOVE {
-                    order.select_nth_unstable_by(needed, Rank::cmp);
-                } else {
-                    order.sort_unstable_by(Rank::cmp);
-                    sorted = true;
-                }
-                order.truncate(needed);
-                cut = true;
+        if let Some(needed) = needed
+            && needed < order.len()
+        {
+            if sorted {
+                // The prefix is at hand.
+            } else if order.len() > SELECT_ABOVE {
+                order.select_nth_unstable_by(needed, Rank::cmp);
+            } else {
+                order.sort_unstable_by(Rank::cmp);
+                sorted = true;
             }
+            order.truncate(needed);
+            cut = true;
         }
         let mut missing = false;
         for r in &order {
@@ -744,16 +744,16 @@ impl<'a> Retrieved<'_, 'a> {
     ) {
         let found = Found::Indexed(key, row);
         let c = &mut *self.candidates;
-        if self.merge {
-            if let Probe::Found(at) = c.probe_recorded(key) {
-                if let Some(c) = c.list.get_mut(at) {
-                    if let Found::NotLooked = c.found {
-                        c.found = found;
-                    }
-                    c.merge(class::RELEVANT, relative, why);
+        if self.merge
+            && let Probe::Found(at) = c.probe_recorded(key)
+        {
+            if let Some(c) = c.list.get_mut(at) {
+                if let Found::NotLooked = c.found {
+                    c.found = found;
                 }
-                return;
+                c.merge(class::RELEVANT, relative, why);
             }
+            return;
         }
         c.list
             .push(Candidate::new(key, found, class::RELEVANT, relative, why));

@@ -341,10 +341,11 @@ impl ConversationMetrics {
             if t.turn == 0 || t.topic_switch {
                 runs.push((t.topic_switch, 0));
             }
-            if t.turn > 0 && !t.prefix_stable {
-                if let Some(run) = runs.last_mut() {
-                    run.1 += 1;
-                }
+            if t.turn > 0
+                && !t.prefix_stable
+                && let Some(run) = runs.last_mut()
+            {
+                run.1 += 1;
             }
         }
         let after_switch: Vec<usize> = runs.iter().filter(|r| r.0).map(|r| r.1).collect();

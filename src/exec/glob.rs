@@ -27,12 +27,12 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             }
             Some(wanted) => {
                 let mut text_chars = t.chars();
-                if let Some(got) = text_chars.next() {
-                    if wanted == '?' || wanted == got {
-                        p = pattern_chars.as_str();
-                        t = text_chars.as_str();
-                        continue;
-                    }
+                if let Some(got) = text_chars.next()
+                    && (wanted == '?' || wanted == got)
+                {
+                    p = pattern_chars.as_str();
+                    t = text_chars.as_str();
+                    continue;
                 }
             }
             None if t.is_empty() => return true,

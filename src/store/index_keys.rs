@@ -163,7 +163,7 @@ mod tests {
             seed ^= seed << 17;
             // Grow for a while, then shrink, so that every tier is visited both ways.
             let key = format!("k{:02}", seed % 40);
-            let insert = (step / 500) % 2 == 0 || seed % 7 == 0;
+            let insert = (step / 500) % 2 == 0 || seed.is_multiple_of(7);
             if insert {
                 k.insert(Arc::from(key.as_str()));
                 model.insert(key);

@@ -376,10 +376,10 @@ impl WriteTxn {
     fn remove_followers(&mut self, parent: usize, key: &Arc<str>) {
         let schema = Arc::clone(&self.working.schema);
         for (id, def) in schema.tables.iter().enumerate() {
-            if def.follows == Some(parent) {
-                if let Some(old) = self.working.tables[id].remove(def, key) {
-                    self.pending.record(id, Arc::clone(key), Some(old), None);
-                }
+            if def.follows == Some(parent)
+                && let Some(old) = self.working.tables[id].remove(def, key)
+            {
+                self.pending.record(id, Arc::clone(key), Some(old), None);
             }
         }
     }
