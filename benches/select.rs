@@ -11,7 +11,13 @@
 //! 1,000 queries (5–40 tokens, joined with spaces as the message), cycling; policy: default
 //! with `max_tools` = 10.
 //!
-//! Groups: `select/{explain_off,explain_on}/{N}`. Without `--bench` (as under
+//! Hybrid (`select/hybrid/{N}`): the same stores, each tool with a 384-float vector in the
+//! `vectors` table (pseudo-random, fixed seed: the scan costs the same whatever the values), each
+//! message with its vector made beforehand (`Turn::with_query_vector`), default hybrid policy,
+//! explain off: what hybrid retrieval adds to a selection, the model's time apart (that is
+//! `benches/embed.rs`). The embedder is never asked to embed; it panics if it is.
+//!
+//! Groups: `select/{explain_off,explain_on,hybrid}/{N}`. Without `--bench` (as under
 //! `cargo test --benches`) or with the environment variable `SELECT_BENCH_QUICK` set, only
 //! N = 1,000 runs.
 
@@ -20,9 +26,12 @@ mod synthetic;
 mod synthetic_store;
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capstore::context::{ContextBuilder, SelectionPolicy, Turn};
+use capstore::context::{ContextBuilder, HybridPolicy, Reason, Retrieval, SelectionPolicy, Turn};
+use capstore::embed::{EmbedError, Embedder, ToolVector};
+use capstore::{TOOLS, VECTORS};
 use criterion::{BenchmarkId, Criterion};
 use synthetic::{Corpus, CorpusSpec};
 use synthetic_store::{corpus_tools, store_with_skills};
@@ -80,6 +89,90 @@ fn main() {
             });
             group.finish();
         }
+
+        let t = Instant::now();
+        store
+            .write(|tx| {
+                let keys: Vec<_> = snapshot.iter(&TOOLS)?.keys().cloned().collect();
+                for (i, key) in keys.into_iter().enumerate() {
+                    let vector = pseudo_random_vector(i as u64);
+                    tx.insert(
+                        &VECTORS,
+                        ToolVector::new(key, Precomputed.model_id(), vector),
+                    )?;
+                }
+                Ok::<(), capstore::StoreError>(())
+            })
+            .expect("vectors");
+        let snapshot = store.snapshot();
+        eprintln!("N={n}: {n} vectors stored in {:.1?}", t.elapsed());
+        let turns: Vec<Turn> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Turn::new(m.as_str()).with_query_vector(pseudo_random_vector(1 << 32 | i as u64))
+            })
+            .collect();
+        let hybrid = ContextBuilder::with_policy(SelectionPolicy {
+            max_tools: 10,
+            explain: false,
+            retrieval: Retrieval::Hybrid(HybridPolicy::default()),
+            ..SelectionPolicy::default()
+        })
+        .expect("valid policy")
+        .with_embedder(Arc::new(Precomputed));
+        let first = hybrid.select(&snapshot, &turns[0]).expect("select");
+        assert!(first.tools.iter().any(|t| matches!(
+            t.reasons[0],
+            Reason::Hybrid {
+                cosine: Some(_),
+                ..
+            }
+        )));
+        let mut group = crit.benchmark_group("select/hybrid");
+        group
+            .sample_size(60)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(4));
+        let mut q = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                q = (q + 1) % turns.len();
+                black_box(hybrid.select(&snapshot, &turns[q]).expect("select"))
+            })
+        });
+        group.finish();
     }
     crit.final_summary();
+}
+
+const DIMENSIONS: usize = 384;
+
+/// The model id of the bench's vectors; every turn brings its own vector, so it never embeds.
+struct Precomputed;
+
+impl Embedder for Precomputed {
+    fn model_id(&self) -> &str {
+        "bench-precomputed"
+    }
+    fn dimensions(&self) -> usize {
+        DIMENSIONS
+    }
+    fn embed(&self, _: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        panic!("the bench's turns bring their vectors: nothing should be embedded")
+    }
+}
+
+/// A deterministic vector of `DIMENSIONS` numbers in -1..1 for `seed` (xorshift64*).
+fn pseudo_random_vector(seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..DIMENSIONS)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+            r as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
 }
