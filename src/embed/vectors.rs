@@ -291,19 +291,15 @@ pub(crate) fn nearest_keys<'s>(
 /// them, always in the same order: the compiler vectorises it, where one running sum is a
 /// chain of dependent additions (measured: BENCHMARKS.md, "Hybrid retrieval").
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
+    let (a8, a_tail) = a.as_chunks::<8>();
+    let (b8, b_tail) = b.as_chunks::<8>();
     let mut lanes = [0.0f32; 8];
-    for (x, y) in a8.zip(b8) {
+    for (x, y) in a8.iter().zip(b8) {
         for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
             *lane += x * y;
         }
     }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
     lanes.iter().sum::<f32>() + tail
 }
 
