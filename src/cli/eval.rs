@@ -32,8 +32,9 @@ EVAL OPTIONS:
     --split NAME              evaluate only the queries of this split
     --embedder DIR            hybrid retrieval: BM25 fused with all-MiniLM-L6-v2 read from DIR
                               (scripts/minilm.sh fetches it); embeds every tool and query first
-    --lexical-weight W        BM25's share of the fused score, 0 to 1 (default 0.5; 0 ranks by
-                              the embedder alone)
+    --lexical-weight W        one share of BM25 in the fused score for every query, 0 to 1
+                              (0 ranks by the embedder alone; default: 0.2 to 0.85, following
+                              how much of the message BM25 matches)
     --depth N                 how many of each ranking's best are fused (default 40)
 CONFIG FLAGS (levers; defaults are the store's own):
     --no-split-identifiers    do not split getWeather / get.weather / v2 into parts

@@ -61,7 +61,8 @@ SELECT:
     --embedder DIR            hybrid retrieval: BM25 fused with all-MiniLM-L6-v2 read from DIR
                               (config.json, tokenizer.json, model.safetensors;
                               scripts/minilm.sh fetches them); embeds every tool first
-    --lexical-weight W        BM25's share of the fused score, 0 to 1 (default 0.5)
+    --lexical-weight W        one share of BM25 in the fused score, 0 to 1 (default: 0.2 to
+                              0.85, following how much of the message BM25 matches)
     --depth N                 how many of each ranking's best are fused (default 40)
 
 EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
