@@ -23,23 +23,21 @@ pub(super) struct FusedHit<'a> {
     pub cosine: Option<f32>,
 }
 
-/// The turn's message vector: the turn's own, if the caller made it, else `embedder`'s.
+/// The turn's message vector: the turn's own, if the caller made it (checked for length), else
+/// `embedder`'s (checked by `check_shape`).
 pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f32>, SelectError> {
-    let vector = match &turn.query_vector {
-        Some(vector) => vector.to_vec(),
+    match &turn.query_vector {
+        Some(vector) if vector.len() == embedder.dimensions() => Ok(vector.to_vec()),
+        Some(vector) => Err(SelectError::Embed(embed::EmbedError::Shape {
+            expected: format!("a query vector of {} numbers", embedder.dimensions()),
+            got: format!("{} numbers", vector.len()),
+        })),
         None => {
             let vectors = embedder.embed(&[turn.message.as_str()])?;
             embed::check_shape(embedder, 1, &vectors)?;
-            vectors.into_iter().next().unwrap_or_default()
+            Ok(vectors.into_iter().next().unwrap_or_default())
         }
-    };
-    if vector.len() != embedder.dimensions() {
-        return Err(SelectError::Embed(embed::EmbedError::Shape {
-            expected: format!("a query vector of {} numbers", embedder.dimensions()),
-            got: format!("{} numbers", vector.len()),
-        }));
     }
-    Ok(vector)
 }
 
 /// The best `k` of the fusion of `lexical` (BM25 hits, best first) and the `policy.depth`
