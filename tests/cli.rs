@@ -12,6 +12,11 @@ use capstore::provider::{Provider, ToolExport};
 use capstore::{HOOKS, SKILLS, Store, TOOLS};
 use serde_json::{Value, json};
 
+// Only the model's directory is used here (the CLI loads the model itself).
+#[allow(dead_code)]
+#[path = "common/minilm_dir.rs"]
+mod minilm_dir;
+
 const FLIGHT: &str = "book a flight to Lisbon next Friday";
 const ORDERS: &str = "how many orders did we get last week? query the database";
 const SMALL_CATALOG: &str = "tests/fixtures/cli/small_catalog.json";
@@ -801,6 +806,52 @@ fn mcp_config_errors_name_the_server_and_field() {
     assert!(
         error.starts_with("capstore: --mcp-config: cannot read no/such.json"),
         "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `eval --conversations --embedder DIR` runs every turn with hybrid retrieval: a paraphrase
+/// whose words no tool text shares ("VMs") gets its tool, which the lexical run does not send.
+/// A fusion knob without the model is an argument error.
+#[test]
+fn eval_runs_conversations_with_the_embedder() {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-conv-dense-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let missed = |extra: &[&str]| {
+        let turns = dir.join("turns.jsonl");
+        let mut args = vec![
+            "eval",
+            "--conversations",
+            "tests/fixtures/conversations/paraphrase.jsonl",
+            "--turns-out",
+            turns.to_str().expect("utf-8"),
+        ];
+        args.extend_from_slice(extra);
+        ok(&args);
+        let written = std::fs::read_to_string(&turns).expect("turns written");
+        written
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["missed"].clone())
+            .collect::<Vec<_>>()
+    };
+    let vms = json!(["cloud/list_instances"]);
+    assert_eq!(missed(&[])[0], vms);
+    let model = minilm_dir::model_dir();
+    let model = model.to_str().expect("utf-8");
+    let hybrid = missed(&["--embedder", model, "--lexical-weight", "0.5"]);
+    assert_eq!(hybrid.len(), 2);
+    assert_eq!(hybrid[0], json!([]), "{hybrid:?}");
+
+    let error = fails_early(&[
+        "eval",
+        "--conversations",
+        "tests/fixtures/conversations/paraphrase.jsonl",
+        "--lexical-weight",
+        "0.5",
+    ]);
+    assert_eq!(
+        error,
+        "capstore: --lexical-weight and --depth need --embedder DIR"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,7 @@ USAGE:
     capstore eval --tools FILE --queries FILE [OPTIONS]
     capstore eval --tools FILE --queries FILE --embedder DIR [--lexical-weight W] [--depth N]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
+                  [--embedder DIR [--lexical-weight W] [--depth N]]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --conversations FILE      scripted conversations, one JSON object a line; tools from the
@@ -23,6 +24,7 @@ CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --policy JSON             selection policy fields over the default, e.g. '{\"max_tools\": 12}'
                               (the catalog's pinned tools are added)
     --turns-out FILE          write each turn ({conversation, turn, sent, missed, tokens, ...}) a line
+    --embedder DIR ...        hybrid retrieval for every turn, as for single queries below
 
 EVAL OPTIONS:
     --tools FILE              tools, one JSON object a line (id, name, description, parameters, tags)
@@ -230,9 +232,10 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     let mut file = None;
     let mut policy = SelectionPolicy::default();
     let mut turns_out = None;
+    let mut hybrid = HybridArgs::default();
     let mut it = Args::new(args);
     while let Some(flag) = it.next() {
-        if sources.accept(flag, &mut it)? {
+        if sources.accept(flag, &mut it)? || hybrid.accept(flag, &mut it)? {
             continue;
         }
         match flag {
@@ -247,13 +250,23 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     }
     let file = file.ok_or("eval: --conversations FILE is required")?;
     let conversations = load_conversations(&file).map_err(|e| e.to_string())?;
+    // The fusion flags are checked (and the model read) before the tools are loaded.
+    let (retrieval, embedder) = hybrid.load()?;
     let loaded = super::source::load(&sources)?;
     for pinned in &loaded.policy.pinned_tools {
         if !policy.pinned_tools.contains(pinned) {
             policy.pinned_tools.push(pinned.clone());
         }
     }
-    let builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    // Without --embedder the policy's own retrieval stands (lexical unless --policy says).
+    if embedder.is_some() {
+        policy.retrieval = retrieval;
+    }
+    let mut builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+    if let Some(embedder) = embedder {
+        super::hybrid::embed_tools(&loaded.store, embedder.as_ref())?;
+        builder = builder.with_embedder(embedder);
+    }
     let report = run_conversations(&loaded.store.snapshot(), &builder, &conversations)
         .map_err(|e| e.to_string())?;
     if let Some(path) = &turns_out {
