@@ -163,6 +163,7 @@ mod tombstones;
 mod topk;
 
 pub use bulk::BULK_COMPACT_MAX_DOCS;
+pub(crate) use bulk::BulkLoad;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;

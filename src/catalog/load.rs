@@ -1,7 +1,10 @@
 //! Writing a checked catalog into a store: references resolved first, then one all-or-nothing
 //! group of writes.
 
+use crate::Tool;
+#[cfg(test)]
 use crate::skills::register_skill;
+use crate::skills::{SkillError, dependency_closure};
 use crate::store::{Snapshot, Store, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
 
@@ -91,7 +94,7 @@ impl Catalog {
     }
 
     /// Every tool with its path, in document order: the skills' bundled tools, then standalone.
-    fn all_tools(&self) -> impl Iterator<Item = (String, &crate::Tool)> {
+    pub(super) fn all_tools(&self) -> impl Iterator<Item = (String, &crate::Tool)> {
         let bundled = self.skills.iter().enumerate().flat_map(|(i, skill)| {
             skill
                 .tools
@@ -168,9 +171,76 @@ pub(super) fn resolve(
     Ok(())
 }
 
-/// The writes. Every tool goes in first, so a skill's `uses` may name a tool bundled by a skill
-/// registered after it; skill registration then marks each bundled tool as owned by its skill.
-fn write(catalog: &Catalog, checked: &Checked<'_>, tx: &mut WriteTxn) -> Result<(), CatalogError> {
+/// The writes, in two bulk inserts ([`WriteTxn::insert_many`]): every tool, in document order,
+/// each bundled one already owned by its skill; then every skill, in registration order, its
+/// `tools` list being its `uses` followed by its bundled tools. That is what inserting each
+/// tool and then registering each skill with [`register_skill`](crate::skills::register_skill)
+/// writes (the same rows, change set and errors: `one_by_one` below, which the tests compare
+/// it with), without writing each tool twice.
+pub(super) fn write(
+    catalog: &Catalog,
+    checked: &Checked<'_>,
+    tx: &mut WriteTxn,
+) -> Result<(), CatalogError> {
+    let bundled = catalog.skills.iter().flat_map(|skill| {
+        skill.tools.iter().map(|tool| Tool {
+            skills: vec![skill.name.clone()],
+            ..tool.clone()
+        })
+    });
+    let tools = bundled.chain(catalog.tools.iter().cloned());
+    tx.insert_many_at(&TOOLS, tools).map_err(|(i, e)| {
+        let (path, tool) = catalog.all_tools().nth(i).unzip();
+        CatalogError::at(
+            path.unwrap_or_default(),
+            tool.map(Tool::qualified_name).as_deref(),
+            CatalogErrorKind::Store(Box::new(e)),
+        )
+    })?;
+    let skill_error = |i: usize, e: SkillError| {
+        let skill = &catalog.skills[i];
+        CatalogError::at(
+            pointer("", &[&"skills", &i]),
+            Some(&skill.name),
+            CatalogErrorKind::Skill(Box::new(e)),
+        )
+    };
+    let skills = checked.order.iter().map(|&i| {
+        let skill = &catalog.skills[i];
+        let mut record = skill.record();
+        record
+            .tools
+            .extend(skill.tools.iter().map(Tool::qualified_name));
+        record.tools.shrink_to_fit();
+        record
+    });
+    tx.insert_many_at(&SKILLS, skills)
+        .map_err(|(k, e)| skill_error(checked.order[k], SkillError::Store(e)))?;
+    // The catalog's checks and `resolve` leave no missing dependency and no cycle; a store
+    // whose own skills break the rule is reported at the first skill whose closure fails.
+    let names: Vec<&str> = checked
+        .order
+        .iter()
+        .map(|&i| catalog.skills[i].name.as_str())
+        .collect();
+    if dependency_closure(tx.view(), &names).is_err() {
+        for &i in &checked.order {
+            if let Err(e) = dependency_closure(tx.view(), &[&catalog.skills[i].name]) {
+                return Err(skill_error(i, e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The writes one record at a time: each tool inserted, then each skill registered with
+/// [`register_skill`]. [`write`] must write exactly what this does.
+#[cfg(test)]
+pub(super) fn one_by_one(
+    catalog: &Catalog,
+    checked: &Checked<'_>,
+    tx: &mut WriteTxn,
+) -> Result<(), CatalogError> {
     for (path, tool) in catalog.all_tools() {
         tx.insert(&TOOLS, tool.clone()).map_err(|e| {
             CatalogError::at(

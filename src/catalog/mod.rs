@@ -98,7 +98,11 @@ mod check;
 mod error;
 mod export;
 mod load;
+#[cfg(test)]
+mod load_tests;
 mod parse;
+#[doc(hidden)]
+pub mod synthetic;
 
 use std::path::Path;
 
