@@ -9,7 +9,7 @@ use crate::store::{Snapshot, Store, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::Catalog;
-use super::check::{Checked, check};
+use super::check::{Checked, ToolAt, check};
 use super::error::{CatalogError, CatalogErrorKind, pointer};
 
 /// What [`Catalog::load_into`] or [`Catalog::apply`] wrote.
@@ -93,20 +93,21 @@ impl Catalog {
         })
     }
 
-    /// Every tool with its path, in document order: the skills' bundled tools, then standalone.
-    pub(super) fn all_tools(&self) -> impl Iterator<Item = (String, &crate::Tool)> {
+    /// Every tool with its place, in document order: the skills' bundled tools, then
+    /// standalone.
+    pub(super) fn all_tools(&self) -> impl Iterator<Item = (ToolAt, &crate::Tool)> {
         let bundled = self.skills.iter().enumerate().flat_map(|(i, skill)| {
             skill
                 .tools
                 .iter()
                 .enumerate()
-                .map(move |(j, tool)| (pointer("", &[&"skills", &i, &"tools", &j]), tool))
+                .map(move |(j, tool)| (ToolAt(Some(i), j), tool))
         });
         let standalone = self
             .tools
             .iter()
             .enumerate()
-            .map(|(j, tool)| (pointer("", &[&"tools", &j]), tool));
+            .map(|(j, tool)| (ToolAt(None, j), tool));
         bundled.chain(standalone)
     }
 }
@@ -147,11 +148,11 @@ pub(super) fn resolve(
             }
         }
     }
-    for (path, tool) in catalog.all_tools() {
+    for (at, tool) in catalog.all_tools() {
         let key = tool.qualified_name();
         if view.contains(&TOOLS, &key)? {
             return Err(CatalogError::at(
-                path,
+                at.pointer(),
                 Some(&key),
                 CatalogErrorKind::ToolExists,
             ));
@@ -190,9 +191,9 @@ pub(super) fn write(
     });
     let tools = bundled.chain(catalog.tools.iter().cloned());
     tx.insert_many_at(&TOOLS, tools).map_err(|(i, e)| {
-        let (path, tool) = catalog.all_tools().nth(i).unzip();
+        let (at, tool) = catalog.all_tools().nth(i).unzip();
         CatalogError::at(
-            path.unwrap_or_default(),
+            at.map(ToolAt::pointer).unwrap_or_default(),
             tool.map(Tool::qualified_name).as_deref(),
             CatalogErrorKind::Store(Box::new(e)),
         )
@@ -241,10 +242,10 @@ pub(super) fn one_by_one(
     checked: &Checked<'_>,
     tx: &mut WriteTxn,
 ) -> Result<(), CatalogError> {
-    for (path, tool) in catalog.all_tools() {
+    for (at, tool) in catalog.all_tools() {
         tx.insert(&TOOLS, tool.clone()).map_err(|e| {
             CatalogError::at(
-                path,
+                at.pointer(),
                 Some(&tool.qualified_name()),
                 CatalogErrorKind::Store(Box::new(e)),
             )

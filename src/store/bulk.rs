@@ -148,33 +148,34 @@ impl TableState {
     /// Writes a checked batch of new records: the rows, each index value once with all the
     /// batch's keys that carry it, and the text segment.
     fn put_batch(&mut self, def: &TableDef, batch: Vec<Checked>, text: Option<BulkLoad>) {
-        let mut by_index: Vec<Vec<(Arc<str>, Arc<str>)>> = vec![Vec::new(); def.indexes.len()];
+        // Per index: each value with the batch's keys that carry it, grouped by hashing (the
+        // keys of one value are then sorted, a few at a time, rather than every pair at once).
+        let mut by_index: Vec<HashMap<Arc<str>, Vec<Arc<str>>>> =
+            vec![HashMap::new(); def.indexes.len()];
         for Checked {
             key,
             row,
             index_keys,
         } in batch
         {
-            for (pairs, values) in by_index.iter_mut().zip(index_keys) {
-                pairs.extend(values.into_iter().map(|v| (v, Arc::clone(&key))));
+            for (groups, values) in by_index.iter_mut().zip(index_keys) {
+                for value in values {
+                    groups.entry(value).or_default().push(Arc::clone(&key));
+                }
             }
             self.rows.insert(key, row);
         }
-        for (map, mut pairs) in self.indexes.iter_mut().zip(by_index) {
-            pairs.sort_unstable();
-            for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-                let Some((value, _)) = run.first() else {
-                    continue;
-                };
-                let keys = run.iter().map(|(_, key)| Arc::clone(key));
-                match map.entry(Arc::clone(value)) {
+        for (map, groups) in self.indexes.iter_mut().zip(by_index) {
+            for (value, mut keys) in groups {
+                keys.sort_unstable();
+                match map.entry(value) {
                     Entry::Occupied(mut held) => {
                         for key in keys {
                             held.get_mut().insert(key);
                         }
                     }
                     Entry::Vacant(slot) => {
-                        slot.insert(IndexKeys::from_sorted(keys.collect()));
+                        slot.insert(IndexKeys::from_sorted(keys));
                     }
                 }
             }
