@@ -27,9 +27,11 @@ fn user(name: &str, email: &str) -> (String, String) {
     (name.to_string(), email.to_string())
 }
 
-/// The error of inserting `batch` one by one, and of inserting it in bulk, with what each
-/// left in the transaction.
-fn both(batch: &[(String, String)]) -> [(Result<usize, StoreError>, Vec<Arc<str>>); 2] {
+/// What a way of inserting a batch returned, and the keys it left in the transaction.
+type Outcome = (Result<usize, StoreError>, Vec<Arc<str>>);
+
+/// Inserting `batch` in bulk, and one by one.
+fn both(batch: &[(String, String)]) -> [Outcome; 2] {
     let run = |bulk: bool| {
         let (store, users) = users();
         let mut tx = store.begin();
