@@ -1,7 +1,7 @@
 //! The store's write and read paths at 10,000 tools: registering one tool (commit included;
 //! alternating with an untimed delete, and as a run of inserts that pays every merge),
 //! deleting one, upserting changed definitions in turn (a steady writer), registering 10,000 in
-//! one transaction, taking a snapshot, and a full-store search (tokenize + BM25 + record
+//! one transaction (insert by insert, and in bulk with `insert_many`), taking a snapshot, and a full-store search (tokenize + BM25 + record
 //! lookup).
 //!
 //! Run: `cargo bench --bench store_write`.
@@ -167,6 +167,20 @@ fn bench_store(c: &mut Criterion) {
                         }
                         Ok::<_, capstore::StoreError>(())
                     })
+                    .expect("fill");
+                store
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    // The same 10,000 tools through the bulk path (`WriteTxn::insert_many`, issue 24).
+    group.bench_function("register_10k_insert_many", |b| {
+        b.iter_batched(
+            || tools.clone(),
+            |batch| {
+                let store = Store::new();
+                store
+                    .write(|tx| tx.insert_many(&TOOLS, batch))
                     .expect("fill");
                 store
             },

@@ -53,6 +53,11 @@ impl Builder {
         b
     }
 
+    /// Extends the slots the segment covers up to `hi` (a bulk load learns it as it goes).
+    pub(crate) fn extend_to(&mut self, hi: u32) {
+        self.seg.hi = self.seg.hi.max(hi);
+    }
+
     pub(crate) fn reserve(&mut self, docs: usize, postings: usize) {
         let seg = &mut self.seg;
         seg.slots.reserve(docs);

@@ -153,7 +153,7 @@ pub struct CorpusStats {
 /// query scratch.
 #[derive(Clone)]
 pub struct Bm25Index {
-    config: Arc<IndexConfig>,
+    pub(super) config: Arc<IndexConfig>,
     merge_factor: usize,
     /// Oldest first; their slot ranges are consecutive.
     segments: Arc<Vec<Arc<Segment>>>,
@@ -163,9 +163,10 @@ pub struct Bm25Index {
     /// write path-copies it, and its narrow nodes copy cheaper than a B-tree's 64-wide ones
     /// (registering a tool into a 10k store: 59-60 -> 55 us, pinned stand-alone loop); only
     /// [`Self::keys`] needs an order, and sorts.
-    slots: imbl::GenericHashMap<Arc<str>, u32, StrState, imbl::shared_ptr::DefaultSharedPtr>,
+    pub(super) slots:
+        imbl::GenericHashMap<Arc<str>, u32, StrState, imbl::shared_ptr::DefaultSharedPtr>,
     /// The next slot to allocate: slots are never reused until [`Self::compact`] renumbers.
-    next_slot: u32,
+    pub(super) next_slot: u32,
 }
 
 impl std::fmt::Debug for Bm25Index {
@@ -315,7 +316,7 @@ impl Bm25Index {
     }
 
     /// Tombstones `slot` and records its removal (length and terms) in the segment being built.
-    fn record_removal(&mut self, b: &mut Builder, slot: u32) {
+    pub(super) fn record_removal(&mut self, b: &mut Builder, slot: u32) {
         self.dead.insert(slot);
         if let Some((seg, doc)) = self.locate(slot) {
             let len = seg.doc_len(doc).unwrap_or(0.0);
@@ -330,7 +331,7 @@ impl Bm25Index {
 
     /// Adds a freshly written segment, then merges as the policy says and renumbers slots if
     /// removals left too many behind.
-    fn append(&mut self, segment: Segment) {
+    pub(super) fn append(&mut self, segment: Segment) {
         let segments = Arc::make_mut(&mut self.segments);
         segments.push(Arc::new(segment));
         while let Some(run) = next_merge(segments, self.merge_factor) {
@@ -988,7 +989,7 @@ impl Bm25Index {
 
     /// Merges all segments into one (which drops every removed document, since every removal
     /// record meets its document) and gives the live documents slots `0..len`.
-    fn renumber(&mut self) {
+    pub(super) fn renumber(&mut self) {
         let merged = merge(&self.segments, &self.dead);
         let mut slot_of = vec![u32::MAX; self.next_slot as usize];
         for (new, &old) in merged.slots.iter().enumerate() {

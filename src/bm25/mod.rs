@@ -75,6 +75,7 @@
 //! |---|---|
 //! | `clone` | O(1): a few `Arc` clones |
 //! | `insert`, `remove` | O(t + log N), plus merges: amortised O(t log N), worst case one merge of everything, O(total postings) |
+//! | `insert_many` of n documents | O(n·t + n log N): one segment built in one pass (`bulk.rs`), then at most the merges one write causes |
 //! | `search`, `search_filtered`, `search_weighted` | O(q·S + P + N): probes, postings, one pass over the scores; `keep` runs only on documents entering the top k |
 //! | `score`, `explain` (and `_weighted`) | O(q·S + q log N) |
 //! | `stats` | O(S) |
@@ -163,6 +164,7 @@ mod tombstones;
 mod topk;
 
 pub use bulk::BULK_COMPACT_MAX_DOCS;
+pub(crate) use bulk::BulkLoad;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;

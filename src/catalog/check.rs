@@ -18,13 +18,28 @@ pub(super) struct Checked<'c> {
     pub order: Vec<usize>,
     /// Skill name → position in `skills`.
     pub skills: HashMap<&'c str, usize>,
-    /// Qualified tool name → its path in the document.
-    pub tools: HashMap<String, String>,
+    /// Qualified tool name → its place in the document.
+    pub tools: HashMap<String, ToolAt>,
+}
+
+/// Where a tool is in the document: `(Some(i), j)` is `/skills/i/tools/j`, `(None, j)` is
+/// `/tools/j`. The path is written out only for an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ToolAt(pub Option<usize>, pub usize);
+
+impl ToolAt {
+    /// The JSON pointer of the tool.
+    pub(super) fn pointer(self) -> String {
+        match self {
+            ToolAt(Some(i), j) => pointer("", &[&"skills", &i, &"tools", &j]),
+            ToolAt(None, j) => pointer("", &[&"tools", &j]),
+        }
+    }
 }
 
 pub(super) fn check(catalog: &Catalog) -> Result<Checked<'_>, CatalogError> {
     let mut skills: HashMap<&str, usize> = HashMap::new();
-    let mut tools: HashMap<String, String> = HashMap::new();
+    let mut tools: HashMap<String, ToolAt> = HashMap::new();
     for (i, skill) in catalog.skills.iter().enumerate() {
         let base = pointer("", &[&"skills", &i]);
         check_skill(&base, skill)?;
@@ -39,11 +54,11 @@ pub(super) fn check(catalog: &Catalog) -> Result<Checked<'_>, CatalogError> {
         }
         skills.insert(&skill.name, i);
         for (j, tool) in skill.tools.iter().enumerate() {
-            add_tool(&mut tools, pointer(&base, &[&"tools", &j]), tool)?;
+            add_tool(&mut tools, ToolAt(Some(i), j), tool)?;
         }
     }
     for (j, tool) in catalog.tools.iter().enumerate() {
-        add_tool(&mut tools, pointer("", &[&"tools", &j]), tool)?;
+        add_tool(&mut tools, ToolAt(None, j), tool)?;
     }
     check_names_list("pinned", "", &catalog.pinned, None)?;
     let order = registration_order(catalog, &skills)?;
@@ -104,15 +119,15 @@ fn check_names_list(
 }
 
 fn add_tool(
-    tools: &mut HashMap<String, String>,
-    path: String,
+    tools: &mut HashMap<String, ToolAt>,
+    at: ToolAt,
     tool: &Tool,
 ) -> Result<(), CatalogError> {
     let key = tool.qualified_name();
     let name = (!key.is_empty()).then_some(key.as_str());
     if !tool.skills.is_empty() {
         return Err(CatalogError::at(
-            pointer(&path, &[&"skills"]),
+            pointer(&at.pointer(), &[&"skills"]),
             name,
             CatalogErrorKind::Format {
                 message: "a catalog tool has no `skills` field: loading fills it from the skill that bundles the tool".to_string(),
@@ -120,17 +135,17 @@ fn add_tool(
         ));
     }
     tool.validate()
-        .map_err(|e| tool_record_error(&path, name, tool, e))?;
+        .map_err(|e| tool_record_error(&at.pointer(), name, tool, e))?;
     if let Some(first) = tools.get(&key) {
         return Err(CatalogError::at(
-            path,
+            at.pointer(),
             name,
             CatalogErrorKind::DuplicateTool {
-                first: first.clone(),
+                first: first.pointer(),
             },
         ));
     }
-    tools.insert(key, path);
+    tools.insert(key, at);
     Ok(())
 }
 

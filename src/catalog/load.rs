@@ -1,12 +1,15 @@
 //! Writing a checked catalog into a store: references resolved first, then one all-or-nothing
 //! group of writes.
 
+use crate::Tool;
+#[cfg(test)]
 use crate::skills::register_skill;
+use crate::skills::{SkillError, dependency_closure};
 use crate::store::{Snapshot, Store, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
 
 use super::Catalog;
-use super::check::{Checked, check};
+use super::check::{Checked, ToolAt, check};
 use super::error::{CatalogError, CatalogErrorKind, pointer};
 
 /// What [`Catalog::load_into`] or [`Catalog::apply`] wrote.
@@ -90,20 +93,21 @@ impl Catalog {
         })
     }
 
-    /// Every tool with its path, in document order: the skills' bundled tools, then standalone.
-    fn all_tools(&self) -> impl Iterator<Item = (String, &crate::Tool)> {
+    /// Every tool with its place, in document order: the skills' bundled tools, then
+    /// standalone.
+    pub(super) fn all_tools(&self) -> impl Iterator<Item = (ToolAt, &crate::Tool)> {
         let bundled = self.skills.iter().enumerate().flat_map(|(i, skill)| {
             skill
                 .tools
                 .iter()
                 .enumerate()
-                .map(move |(j, tool)| (pointer("", &[&"skills", &i, &"tools", &j]), tool))
+                .map(move |(j, tool)| (ToolAt(Some(i), j), tool))
         });
         let standalone = self
             .tools
             .iter()
             .enumerate()
-            .map(|(j, tool)| (pointer("", &[&"tools", &j]), tool));
+            .map(|(j, tool)| (ToolAt(None, j), tool));
         bundled.chain(standalone)
     }
 }
@@ -144,11 +148,11 @@ pub(super) fn resolve(
             }
         }
     }
-    for (path, tool) in catalog.all_tools() {
+    for (at, tool) in catalog.all_tools() {
         let key = tool.qualified_name();
         if view.contains(&TOOLS, &key)? {
             return Err(CatalogError::at(
-                path,
+                at.pointer(),
                 Some(&key),
                 CatalogErrorKind::ToolExists,
             ));
@@ -168,13 +172,80 @@ pub(super) fn resolve(
     Ok(())
 }
 
-/// The writes. Every tool goes in first, so a skill's `uses` may name a tool bundled by a skill
-/// registered after it; skill registration then marks each bundled tool as owned by its skill.
-fn write(catalog: &Catalog, checked: &Checked<'_>, tx: &mut WriteTxn) -> Result<(), CatalogError> {
-    for (path, tool) in catalog.all_tools() {
+/// The writes, in two bulk inserts ([`WriteTxn::insert_many`]): every tool, in document order,
+/// each bundled one already owned by its skill; then every skill, in registration order, its
+/// `tools` list being its `uses` followed by its bundled tools. That is what inserting each
+/// tool and then registering each skill with [`register_skill`](crate::skills::register_skill)
+/// writes (the same rows, change set and errors: `one_by_one` below, which the tests compare
+/// it with), without writing each tool twice.
+pub(super) fn write(
+    catalog: &Catalog,
+    checked: &Checked<'_>,
+    tx: &mut WriteTxn,
+) -> Result<(), CatalogError> {
+    let bundled = catalog.skills.iter().flat_map(|skill| {
+        skill.tools.iter().map(|tool| Tool {
+            skills: vec![skill.name.clone()],
+            ..tool.clone()
+        })
+    });
+    let tools = bundled.chain(catalog.tools.iter().cloned());
+    tx.insert_many_at(&TOOLS, tools).map_err(|(i, e)| {
+        let (at, tool) = catalog.all_tools().nth(i).unzip();
+        CatalogError::at(
+            at.map(ToolAt::pointer).unwrap_or_default(),
+            tool.map(Tool::qualified_name).as_deref(),
+            CatalogErrorKind::Store(Box::new(e)),
+        )
+    })?;
+    let skill_error = |i: usize, e: SkillError| {
+        let skill = &catalog.skills[i];
+        CatalogError::at(
+            pointer("", &[&"skills", &i]),
+            Some(&skill.name),
+            CatalogErrorKind::Skill(Box::new(e)),
+        )
+    };
+    let skills = checked.order.iter().map(|&i| {
+        let skill = &catalog.skills[i];
+        let mut record = skill.record();
+        record
+            .tools
+            .extend(skill.tools.iter().map(Tool::qualified_name));
+        record.tools.shrink_to_fit();
+        record
+    });
+    tx.insert_many_at(&SKILLS, skills)
+        .map_err(|(k, e)| skill_error(checked.order[k], SkillError::Store(e)))?;
+    // The catalog's checks and `resolve` leave no missing dependency and no cycle; a store
+    // whose own skills break the rule is reported at the first skill whose closure fails.
+    let names: Vec<&str> = checked
+        .order
+        .iter()
+        .map(|&i| catalog.skills[i].name.as_str())
+        .collect();
+    if dependency_closure(tx.view(), &names).is_err() {
+        for &i in &checked.order {
+            if let Err(e) = dependency_closure(tx.view(), &[&catalog.skills[i].name]) {
+                return Err(skill_error(i, e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The writes one record at a time: each tool inserted, then each skill registered with
+/// [`register_skill`]. [`write`] must write exactly what this does.
+#[cfg(test)]
+pub(super) fn one_by_one(
+    catalog: &Catalog,
+    checked: &Checked<'_>,
+    tx: &mut WriteTxn,
+) -> Result<(), CatalogError> {
+    for (at, tool) in catalog.all_tools() {
         tx.insert(&TOOLS, tool.clone()).map_err(|e| {
             CatalogError::at(
-                path,
+                at.pointer(),
                 Some(&tool.qualified_name()),
                 CatalogErrorKind::Store(Box::new(e)),
             )

@@ -79,11 +79,14 @@
 //! catalog in one transaction, all or nothing. Before writing it checks the catalog against the
 //! store: its skills and tools must be new (a catalog adds, it never replaces; a tool already in
 //! the store is [`CatalogErrorKind::ToolExists`]), and every dependency, `uses` and `pinned`
-//! entry must name something in the catalog or the store. Then it inserts every tool, and
-//! registers the skills with [`register_skill`](crate::skills::register_skill) in dependency
-//! order (each after the catalog skills it depends on, otherwise in file order). A skill's
-//! `tools` list in the store is its `uses` followed by its bundled tools; each bundled tool's
-//! `skills` is that skill.
+//! entry must name something in the catalog or the store. Then it writes what inserting every
+//! tool and registering the skills with [`register_skill`](crate::skills::register_skill) in
+//! dependency order (each after the catalog skills it depends on, otherwise in file order)
+//! would: a skill's `tools` list in the store is its `uses` followed by its bundled tools; each
+//! bundled tool's `skills` is that skill. It writes them as two bulk inserts
+//! ([`WriteTxn::insert_many`](crate::WriteTxn::insert_many)), the tools and then the skills, so
+//! that a catalog of 100,000 tools loads in one pass (one text-index segment, each tool written
+//! once).
 //!
 //! # The export rule
 //! [`Catalog::from_snapshot`] writes skills by name and standalone tools by qualified name. A
@@ -98,7 +101,11 @@ mod check;
 mod error;
 mod export;
 mod load;
+#[cfg(test)]
+mod load_tests;
 mod parse;
+#[doc(hidden)]
+pub mod synthetic;
 
 use std::path::Path;
 

@@ -207,8 +207,18 @@ fn replace_server_tools(
         delete_handler(tx, &key)?;
         report.removed.push(key);
     }
-    for tool in writes {
-        tx.upsert(&TOOLS, tool)?;
+    // A first import (or one that only adds, each name once) is one bulk insert: the same
+    // writes and change set as the upserts, without a text segment and merges per tool.
+    let distinct = || {
+        let mut seen = std::collections::HashSet::new();
+        report.added.iter().all(|key| seen.insert(key))
+    };
+    if report.changed.is_empty() && distinct() {
+        tx.insert_many(&TOOLS, writes)?;
+    } else {
+        for tool in writes {
+            tx.upsert(&TOOLS, tool)?;
+        }
     }
     report.added.sort();
     report.changed.sort();

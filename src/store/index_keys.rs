@@ -30,6 +30,19 @@ const FEW_MAX: usize = 16;
 const FEW_AGAIN: usize = FEW_MAX / 2;
 
 impl IndexKeys {
+    /// The keys `keys` (sorted, distinct, at least one), as inserting them one by one into
+    /// an empty entry would hold them.
+    pub fn from_sorted(mut keys: Vec<Arc<str>>) -> Self {
+        match keys.len() {
+            0 | 1 => match keys.pop() {
+                Some(key) => IndexKeys::One(key),
+                None => IndexKeys::Few(Arc::new([])),
+            },
+            n if n <= FEW_MAX => IndexKeys::Few(keys.into()),
+            _ => IndexKeys::Many(keys.into_iter().collect()),
+        }
+    }
+
     /// The keys, in order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
         let (one, few, many) = match self {

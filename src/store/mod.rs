@@ -51,6 +51,7 @@
 //! # Ok::<(), capstore::StoreError>(())
 //! ```
 
+mod bulk;
 mod changes;
 mod error;
 mod index_keys;
@@ -495,5 +496,7 @@ impl Store {
 
 #[cfg(test)]
 mod attachment_tests;
+#[cfg(test)]
+mod bulk_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! One table's state inside a snapshot: the primary map, one map per secondary index and the
 //! optional BM25 index, all persistent so that cloning a table is O(1) and shares structure.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use imbl::OrdMap;
@@ -50,6 +51,18 @@ impl TableState {
     /// Computes the key and index keys of `row`, runs the validator and the unique checks.
     /// Reads only: a refusal leaves the table untouched.
     pub fn prepare(&self, def: &TableDef, row: Row) -> Result<Prepared, StoreError> {
+        self.prepare_among(def, row, None)
+    }
+
+    /// [`prepare`](Self::prepare) for a record written after a batch of others not yet in the
+    /// table (a bulk insert): `batch` gives, per index, the unique values the batch holds and
+    /// their holders, which the unique checks see as if they were in the table.
+    pub fn prepare_among(
+        &self,
+        def: &TableDef,
+        row: Row,
+        batch: Option<&[HashMap<Arc<str>, Arc<str>>]>,
+    ) -> Result<Prepared, StoreError> {
         let key: Arc<str> = Arc::from((def.primary)(&*row));
         // The validator runs first: it says which field is wrong, where an empty key alone
         // could not.
@@ -67,7 +80,13 @@ impl TableState {
         }
         let index_keys: Vec<Vec<Arc<str>>> =
             def.indexes.iter().map(|i| i.keys_of(&row, &key)).collect();
-        for ((index, map), values) in def.indexes.iter().zip(&self.indexes).zip(&index_keys) {
+        for (i, ((index, map), values)) in def
+            .indexes
+            .iter()
+            .zip(&self.indexes)
+            .zip(&index_keys)
+            .enumerate()
+        {
             if !index.unique {
                 continue;
             }
@@ -75,6 +94,14 @@ impl TableState {
                 let holder = map
                     .get(value)
                     .and_then(|keys| keys.iter().find(|k| **k != key));
+                // The first holder in key order, as if the batch's were in the table.
+                let in_batch = batch
+                    .and_then(|batch| batch.get(i)?.get(value))
+                    .filter(|k| **k != key);
+                let holder = match (holder, in_batch) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 if let Some(existing) = holder {
                     return Err(StoreError::UniqueViolation {
                         table: def.name.clone(),

@@ -58,8 +58,8 @@ pub struct WriteTxn {
     _writer: ArcMutexGuard<RawMutex, ()>,
     txn_id: u64,
     store: Arc<StoreInner>,
-    working: Snapshot,
-    pending: PendingChanges,
+    pub(super) working: Snapshot,
+    pub(super) pending: PendingChanges,
 }
 
 impl fmt::Debug for WriteTxn {
@@ -326,7 +326,7 @@ impl WriteTxn {
     /// ```
     pub fn abort(self) {}
 
-    fn table_name(&self, id: usize) -> Arc<str> {
+    pub(super) fn table_name(&self, id: usize) -> Arc<str> {
         self.working
             .schema
             .tables
@@ -373,7 +373,7 @@ impl WriteTxn {
     /// Deletes the rows keyed `key` of the tables that follow table `parent`
     /// ([`TableSchema::follows`](super::TableSchema::follows)): they were made for the row
     /// just written or deleted.
-    fn remove_followers(&mut self, parent: usize, key: &Arc<str>) {
+    pub(super) fn remove_followers(&mut self, parent: usize, key: &Arc<str>) {
         let schema = Arc::clone(&self.working.schema);
         for (id, def) in schema.tables.iter().enumerate() {
             if def.follows == Some(parent)

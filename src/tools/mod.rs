@@ -24,6 +24,7 @@
 //!   3. where they still clash, or a name is over 64 characters, a `_` and 8 hex digits of a hash
 //!      of the qualified name replace the tail.
 
+mod compact;
 mod names;
 mod record;
 mod schema;

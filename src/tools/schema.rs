@@ -269,7 +269,21 @@ impl Serialize for InputSchema {
 /// registration, with the field named).
 impl<'de> Deserialize<'de> for InputSchema {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(Self::from)
+        // Straight to the text, without a `Value` between (the same text and shape).
+        let read = super::compact::compact(deserializer)?;
+        let shape = if read.depth > MAX_NESTING {
+            Shape::TooDeep
+        } else if !read.is_object {
+            Shape::NotObject
+        } else if read.type_is_object {
+            Shape::ObjectSchema
+        } else {
+            Shape::OtherType
+        };
+        Ok(InputSchema {
+            json: Arc::from(read.text),
+            shape,
+        })
     }
 }
 
@@ -531,7 +545,7 @@ impl<'de> Visitor<'de> for OptionsSeed {
 
 /// Reads a value that counts only when it is a string (borrowed from the text when it has no
 /// escapes), and object keys.
-struct StringSeed;
+pub(super) struct StringSeed;
 
 impl<'de> DeserializeSeed<'de> for StringSeed {
     type Value = Option<Cow<'de, str>>;

@@ -1,0 +1,91 @@
+//! Loading a large catalog, timed against `serde_json` parsing the same file (issue 24).
+//!
+//! ```text
+//! capstore gen-catalog --tools 100000 > big.json      # or: this example with --gen N FILE
+//! cargo run --release --no-default-features --example load_scale -- big.json [--runs 5]
+//! ```
+//!
+//! Each run reads the file, times `serde_json::from_str::<serde_json::Value>` on its text,
+//! then times `Catalog::from_path` (read, parse, check) and `Catalog::load_into` a new store;
+//! runs are interleaved, values are dropped outside the timings, and the medians are printed
+//! with the ratio of capstore's load (from_path + load_into) to the `Value` parse.
+//! `--load-only` skips the `Value` parse (for peak memory: `/usr/bin/time -v`).
+
+use std::time::Instant;
+
+use capstore::Store;
+use capstore::catalog::Catalog;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, n, file] = &args[..]
+        && flag == "--gen"
+    {
+        let spec = capstore::catalog::synthetic::Spec {
+            tools: n.parse()?,
+            ..Default::default()
+        };
+        let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
+        capstore::catalog::synthetic::write_catalog(&spec, &mut out)?;
+        return Ok(());
+    }
+    let mut file = None;
+    let mut runs = 3usize;
+    let mut load_only = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
+            "--load-only" => load_only = true,
+            other => file = Some(other.to_string()),
+        }
+    }
+    let file = file.ok_or("usage: load_scale FILE [--runs N] | --gen N FILE")?;
+    let (mut read, mut value, mut parse, mut load) = (vec![], vec![], vec![], vec![]);
+    let mut tools = 0;
+    for _ in 0..runs.max(1) {
+        if !load_only {
+            let start = Instant::now();
+            let text = std::fs::read_to_string(&file)?;
+            read.push(start.elapsed().as_secs_f64());
+            let start = Instant::now();
+            let parsed = serde_json::from_str::<serde_json::Value>(&text)?;
+            value.push(start.elapsed().as_secs_f64());
+            drop((parsed, text));
+        }
+        let start = Instant::now();
+        let catalog = Catalog::from_path(&file)?;
+        parse.push(start.elapsed().as_secs_f64());
+        let store = Store::new();
+        let start = Instant::now();
+        let report = catalog.load_into(&store)?;
+        load.push(start.elapsed().as_secs_f64());
+        tools = report.tools.len();
+        drop((report, catalog, store));
+    }
+    let total: Vec<f64> = parse.iter().zip(&load).map(|(p, l)| p + l).collect();
+    let (read, value, parse, load, total) = (
+        median(read),
+        median(value),
+        median(parse),
+        median(load),
+        median(total),
+    );
+    println!("{file}: {tools} tools, medians of {} runs", runs.max(1));
+    println!("read the file                       {:9.1} ms", read * 1e3);
+    println!("serde_json::from_str::<Value>       {:9.1} ms", value * 1e3);
+    println!("Catalog::from_path (read+parse)     {:9.1} ms", parse * 1e3);
+    println!("Catalog::load_into (a new store)    {:9.1} ms", load * 1e3);
+    println!(
+        "capstore load (from_path+load_into) {:9.1} ms = {:.2}x the Value parse, {:.2} us a tool",
+        total * 1e3,
+        total / value,
+        total * 1e6 / tools.max(1) as f64
+    );
+    Ok(())
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
+}

@@ -1,0 +1,236 @@
+//! The bulk load against the one-record-at-a-time writes it replaced: the same snapshot
+//! contents, search results, change sets and errors.
+
+use std::sync::Arc;
+
+use crate::catalog::check::check;
+use crate::catalog::load::{one_by_one, resolve};
+use crate::catalog::synthetic::{Spec, write_catalog};
+use crate::catalog::{Catalog, CatalogError, CatalogSkill};
+use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Table};
+use crate::tables::{SKILLS, TOOLS};
+use crate::{Skill, Store, Tool};
+
+/// A generated catalog of `tools` tools, 25 a skill, with standalone tools, `uses`,
+/// dependencies and pinned tools added, some of them naming what `preloaded` puts in a store.
+fn catalog(tools: usize) -> Catalog {
+    let mut json = Vec::new();
+    let spec = Spec {
+        tools,
+        tools_per_skill: 25,
+        seed: 3,
+    };
+    write_catalog(&spec, &mut json).expect("writing to a Vec");
+    let mut catalog =
+        Catalog::from_json_str(std::str::from_utf8(&json).expect("utf-8")).expect("valid");
+    catalog.tools = (0..20)
+        .map(|i| {
+            Tool::new(
+                format!("standalone_{i}"),
+                format!("Standalone tool number {i}"),
+            )
+        })
+        .collect();
+    let n = catalog.skills.len();
+    let first_tool = catalog.skills[n - 1].tools[0].qualified_name();
+    catalog.skills[0].uses = vec!["standalone_3".into(), first_tool, "old/tool".into()];
+    // Dependencies on later skills and on the store's: registration order is not file order.
+    catalog.skills[0].dependencies = vec![catalog.skills[n - 1].name.clone()];
+    catalog.skills[1].dependencies = vec![catalog.skills[0].name.clone(), "old-skill".into()];
+    catalog.pinned = vec!["standalone_0".into()];
+    catalog
+}
+
+/// A store holding a tool and a skill the catalog refers to.
+fn preloaded() -> Store {
+    let store = Store::new();
+    store
+        .write(|tx| {
+            tx.insert(&TOOLS, Tool::new("tool", "An old tool").with_source("old"))?;
+            tx.insert(&SKILLS, Skill::new("old-skill", "An old skill"))
+        })
+        .expect("preload");
+    store
+}
+
+/// `apply` with the writes done one record at a time.
+fn apply_one_by_one(catalog: &Catalog, store: &Store) -> Result<CommitInfo, CatalogError> {
+    let mut tx = store.begin();
+    let checked = check(catalog)?;
+    resolve(catalog, &checked, tx.view())?;
+    tx.all_or_nothing(|tx| one_by_one(catalog, &checked, tx))?;
+    Ok(tx.commit())
+}
+
+fn apply_bulk(catalog: &Catalog, store: &Store) -> Result<CommitInfo, CatalogError> {
+    let mut tx = store.begin();
+    catalog.apply(&mut tx)?;
+    Ok(tx.commit())
+}
+
+fn rows<R: Record + PartialEq + std::fmt::Debug>(
+    a: &Snapshot,
+    b: &Snapshot,
+    table: &Table<R>,
+    indexes: &[&str],
+) {
+    let left: Vec<(&Arc<str>, &R)> = a.iter(table).expect("table").collect();
+    let right: Vec<(&Arc<str>, &R)> = b.iter(table).expect("table").collect();
+    assert_eq!(left, right);
+    for index in indexes {
+        let values: Vec<(&Arc<str>, usize)> =
+            a.index_values(table, index).expect("index").collect();
+        let others: Vec<(&Arc<str>, usize)> =
+            b.index_values(table, index).expect("index").collect();
+        assert_eq!(values, others, "index {index}");
+        for (value, _) in values {
+            let keys = |s: &Snapshot| -> Vec<Arc<str>> {
+                s.by_index(table, index, value)
+                    .expect("index")
+                    .map(|(k, _)| Arc::clone(k))
+                    .collect()
+            };
+            assert_eq!(keys(a), keys(b), "index {index} value {value}");
+        }
+    }
+    let (ia, ib) = (
+        a.text_index(table).expect("text"),
+        b.text_index(table).expect("text"),
+    );
+    assert_eq!(ia.stats(), ib.stats());
+    for query in [
+        "get file",
+        "list the open issues of a repository",
+        "kalo mirutesa",
+        "sync",
+    ] {
+        let hits = |s: &Snapshot| -> Vec<(Arc<str>, f32)> {
+            s.search(table, query, 20)
+                .expect("search")
+                .into_iter()
+                .map(|h| (h.key, h.score))
+                .collect()
+        };
+        assert_eq!(hits(a), hits(b), "query {query:?}");
+    }
+}
+
+fn same_changes(a: &ChangeSet, b: &ChangeSet) {
+    assert_eq!(a.version, b.version);
+    assert_eq!(a.changes.len(), b.changes.len());
+    for (x, y) in a.changes.iter().zip(&b.changes) {
+        assert_eq!((&x.table, &x.key, x.kind), (&y.table, &y.key, y.kind));
+        assert_eq!(x.after(&TOOLS), y.after(&TOOLS));
+        assert_eq!(x.after(&SKILLS), y.after(&SKILLS));
+        assert!(x.before(&TOOLS).is_none() && y.before(&TOOLS).is_none());
+    }
+}
+
+#[test]
+fn bulk_load_writes_what_one_record_at_a_time_writes() {
+    let catalog = catalog(2_000);
+    let (bulk, plain) = (preloaded(), preloaded());
+    let a = apply_bulk(&catalog, &bulk).expect("bulk load");
+    let b = apply_one_by_one(&catalog, &plain).expect("plain load");
+    assert_eq!(a.version, b.version);
+    same_changes(&a.changes, &b.changes);
+    let (sa, sb) = (bulk.snapshot(), plain.snapshot());
+    rows(&sa, &sb, &TOOLS, &["name", "source", "tags", "skill"]);
+    rows(
+        &sa,
+        &sb,
+        &SKILLS,
+        &["category", "tags", "tool", "dependency"],
+    );
+    // The bulk load left the tools' text index in one segment.
+    assert_eq!(sa.text_index(&TOOLS).expect("text").segment_count(), 1);
+}
+
+#[test]
+fn a_bulk_load_then_single_writes_matches_too() {
+    let catalog = catalog(300);
+    let (bulk, plain) = (preloaded(), preloaded());
+    apply_bulk(&catalog, &bulk).expect("bulk load");
+    apply_one_by_one(&catalog, &plain).expect("plain load");
+    for store in [&bulk, &plain] {
+        store
+            .write(|tx| {
+                tx.insert(&TOOLS, Tool::new("later", "A file tool written later"))?;
+                let key = catalog.skills[5].tools[3].qualified_name();
+                tx.delete(&TOOLS, &key)?;
+                let key = catalog.skills[6].tools[0].qualified_name();
+                let mut tool = (*tx.view().get(&TOOLS, &key)?.expect("tool")).clone();
+                tool.description = "Now it syncs files".into();
+                tx.update(&TOOLS, tool).map(|_| ())
+            })
+            .expect("single writes");
+    }
+    rows(
+        &bulk.snapshot(),
+        &plain.snapshot(),
+        &TOOLS,
+        &["name", "source", "tags", "skill"],
+    );
+}
+
+#[test]
+fn a_failing_catalog_leaves_the_store_as_it_was() {
+    let store = preloaded();
+    let mut tx = store.begin();
+    tx.insert(&TOOLS, Tool::new("kept", "written before the load"))
+        .expect("insert");
+    let before: Vec<Arc<str>> = tx
+        .view()
+        .iter(&TOOLS)
+        .expect("tools")
+        .map(|(k, _)| Arc::clone(k))
+        .collect();
+    // The last tool of the catalog clashes with the store's: found before anything is written.
+    let mut clash = catalog(200);
+    clash
+        .tools
+        .push(Tool::new("tool", "again").with_source("old"));
+    let err = clash.apply(&mut tx).expect_err("the tool exists");
+    let plain = apply_one_by_one(&clash, &preloaded()).expect_err("the tool exists");
+    assert_eq!(err.to_string(), plain.to_string());
+    let after: Vec<Arc<str>> = tx
+        .view()
+        .iter(&TOOLS)
+        .expect("tools")
+        .map(|(k, _)| Arc::clone(k))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(tx.view().count(&SKILLS).expect("skills"), 1);
+    assert_eq!(tx.commit().changes.changes.len(), 1);
+}
+
+#[test]
+fn a_store_error_during_the_writes_names_the_same_entry() {
+    // After `check` and `resolve` the writes fail only if the store changed in between: here
+    // a tool the catalog bundles is written into the transaction after the checks. Both
+    // paths report the same entry and undo their writes.
+    let catalog = Catalog {
+        skills: vec![CatalogSkill {
+            tools: vec![Tool::new("a", "first"), Tool::new("b", "second")],
+            ..CatalogSkill::new("s", "a skill")
+        }],
+        ..Catalog::default()
+    };
+    let checked = check(&catalog).expect("valid");
+    let run = |write: fn(
+        &Catalog,
+        &crate::catalog::check::Checked<'_>,
+        &mut crate::WriteTxn,
+    ) -> Result<(), CatalogError>| {
+        let store = Store::new();
+        let mut tx = store.begin();
+        tx.insert(&TOOLS, Tool::new("b", "in the way"))
+            .expect("insert");
+        let err = tx
+            .all_or_nothing(|tx| write(&catalog, &checked, tx))
+            .expect_err("b exists");
+        assert_eq!(tx.view().count(&TOOLS).expect("tools"), 1);
+        err.to_string()
+    };
+    assert_eq!(run(crate::catalog::load::write), run(one_by_one));
+}
