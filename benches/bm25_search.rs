@@ -525,7 +525,11 @@ fn main() {
     // `BM25_BENCH_SIZES=100,1000000` (issue 24's registry scale): those sizes instead.
     let custom: Option<Vec<usize>> = std::env::var("BM25_BENCH_SIZES").ok().map(|list| {
         list.split(',')
-            .map(|n| n.trim().parse().expect("BM25_BENCH_SIZES: comma-separated sizes"))
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("BM25_BENCH_SIZES: comma-separated sizes")
+            })
             .collect()
     });
     let sizes: &[usize] = match &custom {
