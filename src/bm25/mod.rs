@@ -147,6 +147,7 @@ mod idf_memo;
 pub mod index;
 mod merge;
 mod postings;
+mod prune;
 mod query;
 pub mod scoring;
 mod scratch;
