@@ -239,7 +239,6 @@ impl Bm25Index {
     /// assert_eq!(pruned.search(&["x", "y", "z"], 2), plain.search(&["x", "y", "z"], 2));
     /// # Ok::<(), capstore::bm25::Bm25Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn with_pruning_from(mut self, slots: usize) -> Self {
         self.prune_min_slots = slots;
         self
