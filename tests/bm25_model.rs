@@ -353,7 +353,12 @@ fn run(case: &Case) -> Result<(), String> {
             Action::Compact => index.compact(),
             Action::Search(q, k) => {
                 let q = query_terms(q);
-                check_hits(&index.search(&q, *k), &model.search(&q), *k).map_err(at)?;
+                let hits = index.search(&q, *k);
+                check_hits(&hits, &model.search(&q), *k).map_err(at)?;
+                // Pruning (MaxScore) changes nothing, to the bit.
+                if index.clone().with_pruning_from(0).search(&q, *k) != hits {
+                    return Err(at("the pruned search differs".to_string()));
+                }
             }
             Action::SearchWeighted(q, k) => {
                 let q: Vec<(String, f32)> = q.iter().map(|&(t, w)| (term(t), w)).collect();
@@ -361,6 +366,14 @@ fn run(case: &Case) -> Result<(), String> {
                 check_hits(&hits, &model.search_weighted(&q), *k).map_err(at)?;
                 if index.search_weighted_all(&q, *k) != hits {
                     return Err(at("search_weighted_all differs from keep-all".to_string()));
+                }
+                if index
+                    .clone()
+                    .with_pruning_from(0)
+                    .search_weighted_all(&q, *k)
+                    != hits
+                {
+                    return Err(at("the pruned search_weighted_all differs".to_string()));
                 }
                 for hit in &hits {
                     let got = index.score_weighted(&hit.key, &q);

@@ -13,6 +13,7 @@ use super::error::Bm25Error;
 use super::hash::StrState;
 use super::merge::{MERGE_FACTOR, merge, next_merge};
 use super::postings::{Posting, accumulate};
+use super::prune::{PRUNE_MIN_SLOTS, Pruned};
 use super::query::{Corpus, HashedQuery};
 use super::query::{Prepared, QueryTerm};
 use super::scoring::Explanation;
@@ -155,6 +156,8 @@ pub struct CorpusStats {
 pub struct Bm25Index {
     pub(super) config: Arc<IndexConfig>,
     merge_factor: usize,
+    /// Queries prune (`prune.rs`) once the index has this many slots.
+    prune_min_slots: usize,
     /// Oldest first; their slot ranges are consecutive.
     segments: Arc<Vec<Arc<Segment>>>,
     /// Slots of removed (or replaced) documents, whose postings may still be in a segment.
@@ -196,6 +199,7 @@ impl Bm25Index {
         Ok(Self {
             config: Arc::new(config),
             merge_factor: MERGE_FACTOR,
+            prune_min_slots: PRUNE_MIN_SLOTS,
             segments: Arc::default(),
             dead: Tombstones::default(),
             slots: imbl::GenericHashMap::default(),
@@ -215,6 +219,29 @@ impl Bm25Index {
     #[doc(hidden)]
     pub fn with_merge_factor(mut self, factor: usize) -> Self {
         self.merge_factor = factor.max(2);
+        self
+    }
+
+    /// Sets from how many document slots on top-k queries prune (MaxScore, see the module docs
+    /// of [`crate::bm25`]): `search`, `search_weighted_all` and selections without a filter.
+    /// The hits are the same either way, to the bit; only the time differs. The default,
+    /// 200,000, leaves small indexes on the plain path, which is as fast there; 0 prunes
+    /// every query (tests compare both paths), `usize::MAX` none.
+    ///
+    /// ```
+    /// use capstore::bm25::{Bm25Index, Document, IndexConfig};
+    ///
+    /// let mut plain = Bm25Index::new(IndexConfig::default())?.with_pruning_from(usize::MAX);
+    /// for (key, text) in [("a", "x y"), ("b", "x"), ("c", "y z z")] {
+    ///     let terms = text.split(' ').map(String::from).collect();
+    ///     plain.insert(key, &Document::new().with_field("f", terms));
+    /// }
+    /// let pruned = plain.clone().with_pruning_from(0);
+    /// assert_eq!(pruned.search(&["x", "y", "z"], 2), plain.search(&["x", "y", "z"], 2));
+    /// # Ok::<(), capstore::bm25::Bm25Error>(())
+    /// ```
+    pub fn with_pruning_from(mut self, slots: usize) -> Self {
+        self.prune_min_slots = slots;
         self
     }
 
@@ -646,7 +673,26 @@ impl Bm25Index {
                 scores,
                 top,
                 touched,
+                prune,
             } = scratch.split(self.next_slot as usize);
+            // A large index prunes (`prune.rs`): the same hits. Not under a `keep` filter,
+            // whose rejections would have to be known to bound the k-th score.
+            if keep.is_none() && scores.len() >= self.prune_min_slots {
+                let pruned = Pruned {
+                    segments: &self.segments,
+                    dead: &self.dead,
+                };
+                if pruned.candidates(query, k, scores, touched, prune) {
+                    let mut top = TopK::new(k, top);
+                    let key = |slot: u32| self.key_of(slot);
+                    for &(s, slot) in &prune.candidates {
+                        if s > 0.0 && top.admits(s) {
+                            top.push(s, slot, &key);
+                        }
+                    }
+                    return self.hits(top, make);
+                }
+            }
             let lists = || {
                 query.terms.iter().flat_map(|t| {
                     query.found(t).iter().filter_map(|&(seg, id)| {

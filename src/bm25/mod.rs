@@ -65,6 +65,17 @@
 //!   keys only for ties and the final k. The score array, the prepared terms and the top-k
 //!   candidates live in a per-thread scratch (`scratch.rs`), so a query allocates once: its
 //!   result.
+//! - **Pruning** (`prune.rs`, from 200,000 slots, [`Bm25Index::with_pruning_from`]): at a
+//!   million documents most of a query's postings belong to a few common words whose idf is
+//!   near 0, and scoring them is most of the time. A top-k query without a `keep` filter then
+//!   runs MaxScore (Turtle & Flood 1995, as Lucene's `MaxScoreBulkScorer`): terms by their
+//!   bound `query_weight · idf · (k1 + 1)`, rarest first, are scored into the array until the
+//!   bounds left fall below 0.3 of θ, the k-th best partial score (watched on the documents of
+//!   the rarest terms); the terms left are only probed (galloping through their slot-sorted
+//!   postings) for the documents that can still reach θ, which shrink as θ rises; the few
+//!   finalists are rescored in the plain path's order, so the hits are the plain path's to the
+//!   bit (`tests/bm25_prune.rs`, and `tests/bm25_model.rs` at every step). Below 200,000 slots
+//!   the plain path is as fast (1.04× at 100,000 pruned) and is kept.
 //!
 //! # Operation costs
 //!
@@ -77,6 +88,7 @@
 //! | `insert`, `remove` | O(t + log N), plus merges: amortised O(t log N), worst case one merge of everything, O(total postings) |
 //! | `insert_many` of n documents | O(n·t + n log N): one segment built in one pass (`bulk.rs`), then at most the merges one write causes |
 //! | `search`, `search_filtered`, `search_weighted` | O(q·S + P + N): probes, postings, one pass over the scores; `keep` runs only on documents entering the top k |
+//! | the same, pruned (N ≥ 200,000, no `keep`) | O(q·S + P_e + N + C·log P): the essential terms' postings P_e, one pass gathering the C candidates, a galloping probe per candidate and common term (C falls as θ rises); a few thousand reads per θ estimate; no extra memory in the index, a few buffers per thread |
 //! | `score`, `explain` (and `_weighted`) | O(q·S + q log N) |
 //! | `stats` | O(S) |
 //! | `doc_freq` | O(S) |
@@ -99,6 +111,13 @@
 //! | top-10 query, this index | 6.88 µs (1.46×) | 16.1 µs (1.05×) | 161 µs (1.69×) | 1.41 ms (1.06×) |
 //! | per-query p50, this index / flat | 1.35× | 1.08× | 1.65× | 1.21× |
 //! | memory per document (flat: 808 / 618 B) | | | 1,362 B (985 B since) | 988 B |
+//!
+//! At N = 1,000,000 (issue 24; `BM25_BENCH_SIZES=…,1000000`, BENCHMARKS.md "Registry scale")
+//! queries prune: per-query p50 5.59 ms against flat's 9.30 ms (0.60×; criterion 5.41 against
+//! 9.26 ms), where the plain path gave 8.90 against 8.46 ms (1.05×). Pruning keeps no extra
+//! data in the index (the bounds come from the query's idf); a query's cost is then the rare
+//! terms' postings, one gathering pass over the score array, and a galloping probe per
+//! candidate and common term.
 //!
 //! The 10,000 column was a slow draw: reruns of the same binary gave between 0.75× and 1.7× there
 //! (and the code before the scratch reuse 1.03–1.42×, interleaved with them).
@@ -148,6 +167,7 @@ mod idf_memo;
 pub mod index;
 mod merge;
 mod postings;
+mod prune;
 mod query;
 pub mod scoring;
 mod scratch;

@@ -153,6 +153,21 @@ impl<'a> List<'a> {
         }
     }
 
+    /// The posting of the document at `slot`, if it has the term.
+    pub(crate) fn get(self, slot: u32) -> Option<Posting> {
+        match self {
+            Self::Long(p) => {
+                let at = p.binary_search_by_key(&slot, |p| p.slot).ok()?;
+                p.get(at).copied()
+            }
+            Self::Short { lo, postings, .. } => {
+                let doc = u16::try_from(slot.checked_sub(lo)?).ok()?;
+                let at = postings.binary_search_by_key(&doc, |p| p.doc).ok()?;
+                postings.get(at).map(|p| p.long(lo))
+            }
+        }
+    }
+
     /// The frequency in the document at `slot`, if it has the term.
     pub(crate) fn tf(self, slot: u32) -> Option<f32> {
         match self {

@@ -256,6 +256,14 @@ impl TermScorer {
         self.weight * (tf / (tf + (self.norm_base + self.norm_per_len * dl)))
     }
 
+    /// The most [`Self::score_posting`] can give: `query_weight · idf · (k1 + 1)`, since
+    /// `tf / (tf + norm) ≤ 1` for `norm ≥ 0` (and rounds to at most 1 in `f32`). The bound
+    /// dynamic pruning (`prune.rs`) skips terms by.
+    #[inline]
+    pub(crate) fn max_score(&self) -> f32 {
+        self.weight
+    }
+
     /// The idf this scorer uses.
     ///
     /// ```

@@ -12,6 +12,7 @@
 use std::cell::Cell;
 use std::thread::LocalKey;
 
+use super::prune::PruneScratch;
 use super::query::Prepared;
 
 /// Reused buffers that a huge query grew past this many entries are freed after it instead of
@@ -42,6 +43,8 @@ pub(crate) struct Scratch {
     pub(crate) top: Vec<(f32, u32)>,
     /// The slots a sparse query's postings touched (empty between queries).
     pub(crate) touched: Vec<u32>,
+    /// A pruned query's buffers (`prune.rs`).
+    prune: PruneScratch,
 }
 
 impl Scratch {
@@ -51,6 +54,7 @@ impl Scratch {
             query: Prepared::new(),
             top: Vec::new(),
             touched: Vec::new(),
+            prune: PruneScratch::new(),
         }
     }
 
@@ -66,6 +70,7 @@ impl Scratch {
             scores: self.scores.get_mut(..len).unwrap_or_default(),
             top: &mut self.top,
             touched: &mut self.touched,
+            prune: &mut self.prune,
         }
     }
 }
@@ -76,6 +81,7 @@ pub(crate) struct Split<'s> {
     pub(crate) scores: &'s mut [f32],
     pub(crate) top: &'s mut Vec<(f32, u32)>,
     pub(crate) touched: &'s mut Vec<u32>,
+    pub(crate) prune: &'s mut PruneScratch,
 }
 
 thread_local! {
