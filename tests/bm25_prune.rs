@@ -147,9 +147,12 @@ fn ties_are_broken_by_key_as_on_the_plain_path() {
         if d % 50 == 0 {
             terms.push(100);
         }
-        index.insert(&format!("d{:04}", (d * 7919) % 3000), &document(&terms));
+        index.insert(
+            &format!("d{:04}", (u32::from(d) * 7919) % 3000),
+            &document(&terms),
+        );
         if d % 13 == 0 {
-            index.remove(&format!("d{:04}", (d * 31) % 3000));
+            index.remove(&format!("d{:04}", (u32::from(d) * 31) % 3000));
         }
     }
     let queries: Vec<(Vec<u16>, Vec<f32>, usize)> = vec![

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::analyze::Analyzed;
 use super::index::Attachment;
 use super::postings::{Posting, Postings};
 use super::segment::{NO_TERM, Segment, hash_of_term};
@@ -136,6 +137,24 @@ impl Builder {
         seg.keys.push(key);
         seg.lens.push(len);
         seg.live_len += f64::from(len);
+    }
+
+    /// Interns every term of `doc` (analysed) and adds its posting for the document at `slot`;
+    /// returns the document's term ids, in the order of its terms, for [`Self::push_doc`].
+    #[inline]
+    pub(crate) fn push_terms(&mut self, slot: u32, doc: &Analyzed<'_>) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(doc.terms.len());
+        for t in &doc.terms {
+            let id = self.intern(t.text, t.hash);
+            let posting = Posting {
+                slot,
+                tf: t.tf,
+                dl: doc.len,
+            };
+            self.push_posting(id, posting);
+            ids.push(id);
+        }
+        ids
     }
 
     /// Adds one posting of term `id` (for [`Self::finish`] to lay out).

@@ -20,7 +20,6 @@ use super::builder::Builder;
 use super::config::IndexConfig;
 use super::document::Document;
 use super::index::{Attachment, Bm25Index};
-use super::postings::Posting;
 
 /// The largest index [`Bm25Index::settle_bulk_load`] merges into one segment: merging 4,096
 /// tool-like documents takes a few milliseconds, once per load.
@@ -163,17 +162,7 @@ impl BulkLoad {
         self.next_slot = slot.saturating_add(1);
         let b = &mut self.builder;
         b.extend_to(self.next_slot);
-        let mut ids = Vec::with_capacity(analyzed.terms.len());
-        for t in &analyzed.terms {
-            let id = b.intern(t.text, t.hash);
-            let posting = Posting {
-                slot,
-                tf: t.tf,
-                dl: analyzed.len,
-            };
-            b.push_posting(id, posting);
-            ids.push(id);
-        }
+        let ids = b.push_terms(slot, &analyzed);
         b.push_doc(slot, Arc::clone(&key), attachment, analyzed.len, ids);
         self.keys.push((key, slot));
     }

@@ -12,7 +12,7 @@ use super::document::Document;
 use super::error::Bm25Error;
 use super::hash::StrState;
 use super::merge::{MERGE_FACTOR, merge, next_merge};
-use super::postings::{Posting, accumulate};
+use super::postings::accumulate;
 use super::prune::{PRUNE_MIN_SLOTS, Pruned};
 use super::query::{Corpus, HashedQuery};
 use super::query::{Prepared, QueryTerm};
@@ -302,17 +302,7 @@ impl Bm25Index {
             }
             None => Arc::from(key),
         };
-        let mut ids = Vec::with_capacity(analyzed.terms.len());
-        for t in &analyzed.terms {
-            let id = b.intern(t.text, t.hash);
-            let posting = Posting {
-                slot,
-                tf: t.tf,
-                dl: analyzed.len,
-            };
-            b.push_posting(id, posting);
-            ids.push(id);
-        }
+        let ids = b.push_terms(slot, &analyzed);
         // The list becomes the segment's (not copied into a list of its own): an insert makes
         // one allocation fewer, the one its attachment list takes.
         b.add_doc_terms(ids);
