@@ -10,11 +10,13 @@
 //! runs are interleaved, values are dropped outside the timings, and the medians are printed
 //! with the ratio of capstore's load (from_path + load_into) to the `Value` parse.
 //! `--load-only` skips the `Value` parse (for peak memory: `/usr/bin/time -v`).
+//! `--register N` then times N single registrations into the last loaded store (one new tool
+//! inserted and committed, then deleted untimed so the store keeps its size) and a snapshot.
 
 use std::time::Instant;
 
-use capstore::Store;
 use capstore::catalog::Catalog;
+use capstore::{Store, TOOLS, Tool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,17 +34,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut file = None;
     let mut runs = 3usize;
     let mut load_only = false;
+    let mut register = 0usize;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
             "--load-only" => load_only = true,
+            "--register" => register = it.next().ok_or("--register needs a value")?.parse()?,
             other => file = Some(other.to_string()),
         }
     }
     let file = file.ok_or("usage: load_scale FILE [--runs N] | --gen N FILE")?;
     let (mut read, mut value, mut parse, mut load) = (vec![], vec![], vec![], vec![]);
     let mut tools = 0;
+    let mut last = None;
     for _ in 0..runs.max(1) {
         if !load_only {
             let start = Instant::now();
@@ -61,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let report = catalog.load_into(&store)?;
         load.push(start.elapsed().as_secs_f64());
         tools = report.tools.len();
-        drop((report, catalog, store));
+        drop((report, catalog, last.replace(store)));
     }
     let total: Vec<f64> = parse.iter().zip(&load).map(|(p, l)| p + l).collect();
     let (read, value, parse, load, total) = (
@@ -76,11 +81,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("serde_json::from_str::<Value>       {:9.1} ms", value * 1e3);
     println!("Catalog::from_path (read+parse)     {:9.1} ms", parse * 1e3);
     println!("Catalog::load_into (a new store)    {:9.1} ms", load * 1e3);
+    // With --load-only there is no parse to compare with (its median is NaN).
+    let ratio = if load_only {
+        String::new()
+    } else {
+        format!(" = {:.2}x the Value parse", total / value)
+    };
     println!(
-        "capstore load (from_path+load_into) {:9.1} ms = {:.2}x the Value parse, {:.2} us a tool",
+        "capstore load (from_path+load_into) {:9.1} ms{ratio}, {:.2} us a tool",
         total * 1e3,
-        total / value,
         total * 1e6 / tools.max(1) as f64
+    );
+    if let Some(store) = last.filter(|_| register > 0) {
+        registrations(&store, register)?;
+    }
+    Ok(())
+}
+
+/// Times `n` single registrations into `store` (insert + commit; each new tool is deleted
+/// again, untimed) and `n` snapshots; prints the medians and the 90th percentiles.
+fn registrations(store: &Store, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut insert, mut snapshot) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let tool = Tool::new(
+            format!("registered_{i}"),
+            format!("Registered one at a time into the loaded store, number {i}"),
+        )
+        .with_source("scale");
+        let start = Instant::now();
+        store.write(|tx| tx.insert(&TOOLS, tool))?;
+        insert.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        let snap = store.snapshot();
+        snapshot.push(start.elapsed().as_secs_f64());
+        drop(snap);
+        store.write(|tx| {
+            tx.delete(&TOOLS, &format!("scale/registered_{i}"))
+                .map(drop)
+        })?;
+    }
+    let p90 = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t.get(t.len() * 9 / 10).copied().unwrap_or(f64::NAN)
+    };
+    println!(
+        "register one tool (insert + commit)  {:9.1} us median, {:.1} us p90, of {n}",
+        median(insert.clone()) * 1e6,
+        p90(insert) * 1e6
+    );
+    println!(
+        "snapshot                             {:9.3} us median, {:.3} us p90",
+        median(snapshot.clone()) * 1e6,
+        p90(snapshot) * 1e6
     );
     Ok(())
 }
