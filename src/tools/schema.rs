@@ -68,6 +68,23 @@ enum Shape {
     TooDeep,
 }
 
+impl Shape {
+    /// The shape of a schema nested deeper than the parser reads back (`too_deep`) or not,
+    /// a JSON object or not, whose top-level `type` is absent or `"object"` (`type_is_object`)
+    /// or not: the one rule for schemas made from a `Value` and read from text.
+    fn of(too_deep: bool, is_object: bool, type_is_object: bool) -> Shape {
+        if too_deep {
+            Shape::TooDeep
+        } else if !is_object {
+            Shape::NotObject
+        } else if type_is_object {
+            Shape::ObjectSchema
+        } else {
+            Shape::OtherType
+        }
+    }
+}
+
 /// The schema of a tool that declares none: an object with no properties. One shared text.
 static EMPTY_OBJECT: LazyLock<InputSchema> =
     LazyLock::new(|| InputSchema::from(serde_json::json!({ "type": "object", "properties": {} })));
@@ -183,18 +200,14 @@ impl Default for InputSchema {
 
 impl From<&Value> for InputSchema {
     fn from(value: &Value) -> Self {
-        let shape = if nesting_exceeds(value, MAX_NESTING) {
-            Shape::TooDeep
-        } else {
-            match value.as_object() {
-                None => Shape::NotObject,
-                Some(object) => match object.get("type") {
-                    None => Shape::ObjectSchema,
-                    Some(Value::String(t)) if t == "object" => Shape::ObjectSchema,
-                    Some(_) => Shape::OtherType,
-                },
-            }
-        };
+        let object = value.as_object();
+        let shape = Shape::of(
+            nesting_exceeds(value, MAX_NESTING),
+            object.is_some(),
+            object
+                .and_then(|o| o.get("type"))
+                .is_none_or(|t| t.as_str() == Some("object")),
+        );
         // Writing a `Value` cannot fail (its keys are strings); `Display` writes the same text,
         // more slowly, were it ever to.
         let json = serde_json::to_string(value).unwrap_or_else(|_| value.to_string());
@@ -271,15 +284,11 @@ impl<'de> Deserialize<'de> for InputSchema {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Straight to the text, without a `Value` between (the same text and shape).
         let read = super::compact::compact(deserializer)?;
-        let shape = if read.depth > MAX_NESTING {
-            Shape::TooDeep
-        } else if !read.is_object {
-            Shape::NotObject
-        } else if read.type_is_object {
-            Shape::ObjectSchema
-        } else {
-            Shape::OtherType
-        };
+        let shape = Shape::of(
+            read.depth > MAX_NESTING,
+            read.is_object,
+            read.type_is_object,
+        );
         Ok(InputSchema {
             json: Arc::from(read.text),
             shape,
