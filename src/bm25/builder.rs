@@ -1,6 +1,7 @@
 //! Building a segment. Terms are interned as they come and documents are added by ascending
-//! slot. Postings arrive either one by one (a write's tiny segment: laid out by term at the end
-//! with a counting sort) or already laid out by the merge, which copies whole posting lists.
+//! slot. Postings arrive either with their documents (a write's tiny segment, a bulk load:
+//! each document's term ids and term frequencies, laid out by term at the end with a counting
+//! sort) or already laid out by the merge, which copies whole posting lists.
 
 use std::sync::Arc;
 
@@ -14,10 +15,13 @@ pub(crate) struct Builder {
     seg: Segment,
     /// Signed while building: a merge subtracts cancelled removals after adding all records.
     neg_df: Vec<i64>,
-    /// Postings added one by one, with their term id.
-    loose: Vec<(u32, Posting)>,
     /// The documents' term ids, narrowed into the segment at the end.
     doc_terms: Vec<u32>,
+    /// The term frequency of each entry of `doc_terms` added by [`Self::push_terms`]: with the
+    /// documents' slots and lengths, their postings (4 bytes a posting until [`Self::finish`]
+    /// lays them out, where a posting held with its term id took 16; a bulk load of 1,000,000
+    /// tools holds ~50 million).
+    tfs: Vec<f32>,
 }
 
 impl Builder {
@@ -32,8 +36,8 @@ impl Builder {
         Self {
             seg,
             neg_df: Vec::new(),
-            loose: Vec::new(),
             doc_terms: Vec::new(),
+            tfs: Vec::new(),
         }
     }
 
@@ -66,6 +70,7 @@ impl Builder {
         seg.lens.reserve(docs);
         seg.doc_starts.reserve(docs);
         self.doc_terms.reserve(postings);
+        self.tfs.reserve(postings);
     }
 
     /// Room for `terms` more terms of `bytes` bytes of text, so that a segment is built without
@@ -139,30 +144,17 @@ impl Builder {
         seg.live_len += f64::from(len);
     }
 
-    /// Interns every term of `doc` (analysed) and adds its posting for the document at `slot`;
-    /// returns the document's term ids, in the order of its terms, for [`Self::push_doc`].
+    /// Interns every term of `doc` (analysed) and records its frequency, for the posting
+    /// [`Self::finish`] makes; returns the document's term ids, in the order of its terms, for
+    /// [`Self::push_doc`] (or [`Self::add_doc_terms`]), which must add them next.
     #[inline]
-    pub(crate) fn push_terms(&mut self, slot: u32, doc: &Analyzed<'_>) -> Vec<u32> {
+    pub(crate) fn push_terms(&mut self, doc: &Analyzed<'_>) -> Vec<u32> {
         let mut ids = Vec::with_capacity(doc.terms.len());
         for t in &doc.terms {
-            let id = self.intern(t.text, t.hash);
-            let posting = Posting {
-                slot,
-                tf: t.tf,
-                dl: doc.len,
-            };
-            self.push_posting(id, posting);
-            ids.push(id);
+            ids.push(self.intern(t.text, t.hash));
+            self.tfs.push(t.tf);
         }
         ids
-    }
-
-    /// Adds one posting of term `id` (for [`Self::finish`] to lay out).
-    pub(crate) fn push_posting(&mut self, id: u32, posting: Posting) {
-        if self.loose.capacity() == 0 {
-            self.loose.reserve(self.seg.offsets.ends_mut().capacity());
-        }
-        self.loose.push((id, posting));
     }
 
     /// Records the removal of the document at `slot` (of an older segment), of length `len`,
@@ -187,12 +179,17 @@ impl Builder {
         }
     }
 
-    /// The segment, with the postings added one by one laid out by term (counting sort; a
-    /// term's postings keep the order they were added in, which is by slot).
+    /// The segment, with the postings of the documents' terms laid out by term (counting
+    /// sort; a term's postings are in slot order, the order the documents came in).
     pub(crate) fn finish(self) -> Segment {
+        debug_assert_eq!(
+            self.tfs.len(),
+            self.doc_terms.len(),
+            "every term from push_terms"
+        );
         let n_terms = self.n_terms();
         let mut starts = vec![0u32; n_terms + 1];
-        for &(id, _) in &self.loose {
+        for &id in &self.doc_terms {
             if let Some(count) = starts.get_mut(id as usize + 1) {
                 *count += 1;
             }
@@ -202,11 +199,39 @@ impl Builder {
         }
         let postings = if self.seg.fits_short() {
             let lo = self.seg.lo;
-            Postings::Short(lay_out(&self.loose, &starts, |p| p.short(lo)))
+            Postings::Short(self.lay_out(&starts, |p| p.short(lo)))
         } else {
-            Postings::Long(lay_out(&self.loose, &starts, |p| p))
+            Postings::Long(self.lay_out(&starts, |p| p))
         };
         self.finish_with(starts, postings)
+    }
+
+    /// Each document's postings laid out by term (`starts` being where each term's postings
+    /// begin), each as `convert` makes it; a term's keep the documents' order.
+    fn lay_out<T: Copy>(&self, starts: &[u32], convert: impl Fn(Posting) -> T) -> Vec<T> {
+        let seg = &self.seg;
+        let (Some(&slot), Some(&dl), Some(&tf)) =
+            (seg.slots.first(), seg.lens.first(), self.tfs.first())
+        else {
+            return Vec::new();
+        };
+        let mut cursor = starts.to_vec();
+        let mut postings = vec![convert(Posting { slot, tf, dl }); self.tfs.len()];
+        let docs = seg.doc_starts.windows(2).zip(&seg.slots).zip(&seg.lens);
+        for ((bounds, &slot), &dl) in docs {
+            let (from, to) = (bounds[0] as usize, bounds[1] as usize);
+            let terms = self.doc_terms.get(from..to).unwrap_or_default();
+            let tfs = self.tfs.get(from..to).unwrap_or_default();
+            for (&id, &tf) in terms.iter().zip(tfs) {
+                if let Some(at) = cursor.get_mut(id as usize) {
+                    if let Some(p) = postings.get_mut(*at as usize) {
+                        *p = convert(Posting { slot, tf, dl });
+                    }
+                    *at += 1;
+                }
+            }
+        }
+        postings
     }
 
     /// The segment, with postings already laid out by term: `postings[starts[t]..starts[t + 1]]`
@@ -242,29 +267,6 @@ impl Builder {
         }
         self.seg
     }
-}
-
-/// `loose` postings `(term, posting)` laid out by term (`starts` being where each term's
-/// postings begin), each as `convert` makes it; a term's keep the order they came in.
-fn lay_out<T: Copy>(
-    loose: &[(u32, Posting)],
-    starts: &[u32],
-    convert: impl Fn(Posting) -> T,
-) -> Vec<T> {
-    let Some(&(_, first)) = loose.first() else {
-        return Vec::new();
-    };
-    let mut cursor = starts.to_vec();
-    let mut postings = vec![convert(first); loose.len()];
-    for &(id, posting) in loose {
-        if let Some(at) = cursor.get_mut(id as usize) {
-            if let Some(p) = postings.get_mut(*at as usize) {
-                *p = convert(posting);
-            }
-            *at += 1;
-        }
-    }
-    postings
 }
 
 /// `n` as a `u32` segment offset (see [`Segment`]: offsets stay far below `u32::MAX`).

@@ -162,7 +162,7 @@ impl BulkLoad {
         self.next_slot = slot.saturating_add(1);
         let b = &mut self.builder;
         b.extend_to(self.next_slot);
-        let ids = b.push_terms(slot, &analyzed);
+        let ids = b.push_terms(&analyzed);
         b.push_doc(slot, Arc::clone(&key), attachment, analyzed.len, ids);
         self.keys.push((key, slot));
     }

@@ -302,7 +302,7 @@ impl Bm25Index {
             }
             None => Arc::from(key),
         };
-        let ids = b.push_terms(slot, &analyzed);
+        let ids = b.push_terms(&analyzed);
         // The list becomes the segment's (not copied into a list of its own): an insert makes
         // one allocation fewer, the one its attachment list takes.
         b.add_doc_terms(ids);
