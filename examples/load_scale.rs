@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Each run reads the file, times `serde_json::from_str::<serde_json::Value>` on its text,
-//! then times `Catalog::from_path` (read, parse, check) and `Catalog::load_into` a new store;
+//! then times `Catalog::from_path` (read, parse, check) and `Catalog::move_into` a new store
+//! (what `capstore --catalog FILE` does; `--clone` times `Catalog::load_into` instead);
 //! runs are interleaved, values are dropped outside the timings, and the medians are printed
 //! with the ratio of capstore's load (from_path + load_into) to the `Value` parse.
 //! `--load-only` skips the `Value` parse (for peak memory: `/usr/bin/time -v`).
@@ -35,11 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = 3usize;
     let mut load_only = false;
     let mut register = 0usize;
+    let mut clone = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
             "--load-only" => load_only = true,
+            "--clone" => clone = true,
             "--register" => register = it.next().ok_or("--register needs a value")?.parse()?,
             other => file = Some(other.to_string()),
         }
@@ -63,10 +66,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         parse.push(start.elapsed().as_secs_f64());
         let store = Store::new();
         let start = Instant::now();
-        let report = catalog.load_into(&store)?;
+        let report = if clone {
+            let report = catalog.load_into(&store);
+            drop(catalog);
+            report?
+        } else {
+            catalog.move_into(&store)?
+        };
         load.push(start.elapsed().as_secs_f64());
         tools = report.tools.len();
-        drop((report, catalog, last.replace(store)));
+        drop((report, last.replace(store)));
     }
     let total: Vec<f64> = parse.iter().zip(&load).map(|(p, l)| p + l).collect();
     let (read, value, parse, load, total) = (
@@ -80,7 +89,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("read the file                       {:9.1} ms", read * 1e3);
     println!("serde_json::from_str::<Value>       {:9.1} ms", value * 1e3);
     println!("Catalog::from_path (read+parse)     {:9.1} ms", parse * 1e3);
-    println!("Catalog::load_into (a new store)    {:9.1} ms", load * 1e3);
+    let how = if clone { "load_into" } else { "move_into" };
+    println!("Catalog::{how} (a new store)    {:9.1} ms", load * 1e3);
     // With --load-only there is no parse to compare with (its median is NaN).
     let ratio = if load_only {
         String::new()
@@ -88,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         format!(" = {:.2}x the Value parse", total / value)
     };
     println!(
-        "capstore load (from_path+load_into) {:9.1} ms{ratio}, {:.2} us a tool",
+        "capstore load (from_path+{how}) {:9.1} ms{ratio}, {:.2} us a tool",
         total * 1e3,
         total * 1e6 / tools.max(1) as f64
     );

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::catalog::check::check;
-use crate::catalog::load::{one_by_one, resolve};
+use crate::catalog::load::{one_by_one, resolve, write};
 use crate::catalog::synthetic::{Spec, write_catalog};
 use crate::catalog::{Catalog, CatalogError, CatalogSkill};
 use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Table};
@@ -147,6 +147,47 @@ fn bulk_load_writes_what_one_record_at_a_time_writes() {
 }
 
 #[test]
+fn moving_the_catalog_in_writes_what_cloning_it_in_writes() {
+    let catalog = catalog(1_000);
+    let (cloned, moved) = (preloaded(), preloaded());
+    let a = catalog.load_into(&cloned).expect("load_into");
+    let changes = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&changes);
+    let subscription = moved.subscribe(move |c| seen.lock().push(c.clone()));
+    let b = catalog.clone().move_into(&moved).expect("move_into");
+    assert_eq!(a, b);
+    drop(subscription);
+    let loaded_again = {
+        let store = preloaded();
+        let mut tx = store.begin();
+        catalog.apply(&mut tx).expect("apply");
+        tx.commit()
+    };
+    same_changes(&changes.lock()[0], &loaded_again.changes);
+    let (sa, sb) = (cloned.snapshot(), moved.snapshot());
+    rows(&sa, &sb, &TOOLS, &["name", "source", "tags", "skill"]);
+    rows(
+        &sa,
+        &sb,
+        &SKILLS,
+        &["category", "tags", "tool", "dependency"],
+    );
+    // A failing catalog: the same error, and the store as it was.
+    let mut clash = catalog.clone();
+    clash
+        .tools
+        .push(Tool::new("tool", "again").with_source("old"));
+    let (x, y) = (preloaded(), preloaded());
+    let err_a = clash.load_into(&x).expect_err("the tool exists");
+    let err_b = clash.move_into(&y).expect_err("the tool exists");
+    assert_eq!(err_a, err_b);
+    assert_eq!(
+        (y.version(), y.snapshot().count(&TOOLS).expect("tools")),
+        (1, 1)
+    );
+}
+
+#[test]
 fn a_bulk_load_then_single_writes_matches_too() {
     let catalog = catalog(300);
     let (bulk, plain) = (preloaded(), preloaded());
@@ -216,21 +257,28 @@ fn a_store_error_during_the_writes_names_the_same_entry() {
         }],
         ..Catalog::default()
     };
-    let checked = check(&catalog).expect("valid");
-    let run = |write: fn(
-        &Catalog,
-        &crate::catalog::check::Checked<'_>,
-        &mut crate::WriteTxn,
-    ) -> Result<(), CatalogError>| {
+    let run = |bulk: bool| {
         let store = Store::new();
         let mut tx = store.begin();
+        let (report, plan) = catalog.prepare(tx.view()).expect("valid");
+        let checked = check(&catalog).expect("valid");
         tx.insert(&TOOLS, Tool::new("b", "in the way"))
             .expect("insert");
         let err = tx
-            .all_or_nothing(|tx| write(&catalog, &checked, tx))
+            .all_or_nothing(|tx| {
+                if bulk {
+                    let tools = catalog.skills[0].tools.iter().map(|tool| Tool {
+                        skills: vec!["s".into()],
+                        ..tool.clone()
+                    });
+                    write(&catalog.skills, &plan, &report.tools, tools, tx)
+                } else {
+                    one_by_one(&catalog, &checked, tx)
+                }
+            })
             .expect_err("b exists");
         assert_eq!(tx.view().count(&TOOLS).expect("tools"), 1);
         err.to_string()
     };
-    assert_eq!(run(crate::catalog::load::write), run(one_by_one));
+    assert_eq!(run(true), run(false));
 }

@@ -46,14 +46,14 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
     let mut labels = Vec::new();
     if args.wants_bundled() {
         let catalog = Catalog::bundled().map_err(|e| format!("bundled catalog: {e}"))?;
-        add_catalog(&store, &catalog, &mut policy, "bundled catalog")?;
+        add_catalog(&store, catalog, &mut policy, "bundled catalog")?;
         labels.push("bundled catalog".to_string());
     }
     if let Some(path) = &args.catalog {
         let shown = path.display().to_string();
         progress(&format!("loading {shown}"));
         let catalog = Catalog::from_path(path).map_err(|e| e.to_string())?;
-        add_catalog(&store, &catalog, &mut policy, &shown)?;
+        add_catalog(&store, catalog, &mut policy, &shown)?;
         labels.push(shown);
     }
     for (server, path) in &args.mcp {
@@ -162,12 +162,12 @@ pub(crate) fn resolve_tool(snap: &Snapshot, command: &str, name: &str) -> Result
 
 fn add_catalog(
     store: &Store,
-    catalog: &Catalog,
+    catalog: Catalog,
     policy: &mut SelectionPolicy,
     shown: &str,
 ) -> Result<(), String> {
     let report = catalog
-        .load_into(store)
+        .move_into(store)
         .map_err(|e| format!("{shown}: {e}"))?;
     for pinned in report.pinned {
         if !policy.pinned_tools.contains(&pinned) {
