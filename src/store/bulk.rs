@@ -5,21 +5,32 @@
 //! index builds a one-document segment and merges about log₃ N times per document (so the
 //! cost per record grows with the table), and every index entry is updated on its own. A bulk
 //! insert first prepares every record against the table and the batch (the same checks, in the
-//! same order, as a loop of [`WriteTxn::insert`]), gathering the documents' postings into one
-//! new text segment as it goes; only when all of them pass does it write: the rows, each index
-//! value once with all its keys, and the text segment. So the result, the change set and any
-//! error are those of the loop; only the text index's segments differ (one for the batch), and
-//! a failed batch writes nothing.
+//! same order, as a loop of [`WriteTxn::insert`]), gathering as it goes the documents'
+//! postings into one new text segment and each index value with the keys that carry it; only
+//! when all of them pass does it write: the text segment, the rows, and each index value once
+//! with all its keys, in value order. So the result, the change set and any error are those of
+//! the loop; only the text index's segments differ (one for the batch), and a failed batch
+//! writes nothing.
+//!
+//! Memory is the other cost at registry scale: a batch holds each distinct index value once
+//! (a copy is dropped as soon as it is met again), and its postings take 4 bytes each until the
+//! segment is laid out. A million-tool catalog moved into a store ([`Catalog::move_into`])
+//! peaks at ~2.4 GB resident, for a store whose live heap is ~1.7 GB (BENCHMARKS.md, "Registry
+//! scale").
+//!
+//! [`Catalog::move_into`]: crate::catalog::Catalog::move_into
 //!
 //! Small batches gain little from it and do not need it: [`WriteTxn::insert`] stays the path
 //! of a single write.
 
+use std::collections::hash_map;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use imbl::ordmap::Entry;
 
 use crate::bm25::BulkLoad;
+use crate::bm25::hash::StrState;
 
 use super::error::StoreError;
 use super::index_keys::IndexKeys;
@@ -27,11 +38,36 @@ use super::schema::{Record, Row, Table, TableDef};
 use super::table::TableState;
 use super::txn::WriteTxn;
 
-/// A record of the batch, checked, waiting for the batch to be written.
-struct Checked {
-    key: Arc<str>,
-    row: Row,
-    index_keys: Vec<Vec<Arc<str>>>,
+/// A batch, checked, waiting to be written: its rows in batch order, and per index each
+/// value once with the keys that carry it (so a million tools sharing a thousand sources hold
+/// each source once, not a copy per tool), and its text documents gathered into one segment.
+struct Batch {
+    rows: Vec<(Arc<str>, Row)>,
+    values: Vec<HashMap<Arc<str>, Keys, StrState>>,
+    text: Option<BulkLoad>,
+}
+
+/// The batch's keys carrying one index value, in batch order: most values have one, held
+/// without a list of its own.
+enum Keys {
+    One(Arc<str>),
+    Many(Vec<Arc<str>>),
+}
+
+impl Keys {
+    fn push(&mut self, key: &Arc<str>) {
+        match self {
+            Keys::One(first) => *self = Keys::Many(vec![Arc::clone(first), Arc::clone(key)]),
+            Keys::Many(keys) => keys.push(Arc::clone(key)),
+        }
+    }
+
+    fn into_vec(self) -> Vec<Arc<str>> {
+        match self {
+            Keys::One(key) => vec![key],
+            Keys::Many(keys) => keys,
+        }
+    }
 }
 
 impl WriteTxn {
@@ -72,13 +108,19 @@ impl WriteTxn {
         let def = schema.check(table).map_err(|e| (0, e))?;
         let state = &self.working.tables[table.id];
         let records = records.into_iter();
-        let (checked, text) = check_batch(def, state, records.map(|r| Arc::new(r) as Row))?;
-        let keys: Vec<Arc<str>> = checked.iter().map(|c| Arc::clone(&c.key)).collect();
-        for c in &checked {
-            self.pending
-                .record(table.id, Arc::clone(&c.key), None, Some(Arc::clone(&c.row)));
+        let Batch { rows, values, text } =
+            check_batch(def, state, records.map(|r| Arc::new(r) as Row))?;
+        // The text segment first, while the least else is held: laying out its postings is
+        // the batch's largest allocation (~0.5 GB for a million tools).
+        if let (Some(index), Some(load)) = (&mut self.working.tables[table.id].text, text) {
+            load.finish(index);
         }
-        self.working.tables[table.id].put_batch(def, checked, text);
+        let keys: Vec<Arc<str>> = rows.iter().map(|(key, _)| Arc::clone(key)).collect();
+        for (key, row) in &rows {
+            self.pending
+                .record(table.id, Arc::clone(key), None, Some(Arc::clone(row)));
+        }
+        self.working.tables[table.id].put_batch(rows, values);
         for key in &keys {
             self.remove_followers(table.id, key);
         }
@@ -88,85 +130,79 @@ impl WriteTxn {
 
 /// Prepares every record as [`WriteTxn::insert`] would, with the batch's earlier records
 /// counting as written: the validator, the key, unique values, duplicate keys. Gathers the
-/// text documents into a [`BulkLoad`] as it goes.
+/// rows, the index values and the text documents as it goes.
 fn check_batch(
     def: &TableDef,
     state: &TableState,
     rows: impl Iterator<Item = Row>,
-) -> Result<(Vec<Checked>, Option<BulkLoad>), (usize, StoreError)> {
-    let mut text = state.text.as_ref().map(BulkLoad::new);
+) -> Result<Batch, (usize, StoreError)> {
     let (low, _) = rows.size_hint();
-    let mut checked = Vec::with_capacity(low);
-    if let Some(load) = &mut text {
+    let mut batch = Batch {
+        rows: Vec::with_capacity(low),
+        values: (0..def.indexes.len()).map(|_| HashMap::default()).collect(),
+        text: state.text.as_ref().map(BulkLoad::new),
+    };
+    if let Some(load) = &mut batch.text {
         load.reserve(low);
     }
-    let mut keys: HashSet<Arc<str>> = HashSet::with_capacity(low);
+    let mut keys: HashSet<Arc<str>, StrState> =
+        HashSet::with_capacity_and_hasher(low, StrState::default());
     // Per index: the batch's values of the unique ones, with their holders.
     let mut unique: Vec<HashMap<Arc<str>, Arc<str>>> = vec![HashMap::new(); def.indexes.len()];
     let any_unique = def.indexes.iter().any(|i| i.unique);
     for (i, row) in rows.enumerate() {
-        let batch = any_unique.then_some(&unique[..]);
-        let prepared = state.prepare_among(def, row, batch).map_err(|e| (i, e))?;
-        if state.rows.contains_key(&prepared.key) || !keys.insert(Arc::clone(&prepared.key)) {
+        let among = any_unique.then_some(&unique[..]);
+        let prepared = state.prepare_among(def, row, among).map_err(|e| (i, e))?;
+        let key = prepared.key;
+        if state.rows.contains_key(&key) || !keys.insert(Arc::clone(&key)) {
             return Err((
                 i,
                 StoreError::DuplicateKey {
                     table: def.name.clone(),
-                    key: prepared.key,
+                    key,
                 },
             ));
         }
-        for ((index, values), held) in def
-            .indexes
-            .iter()
-            .zip(&prepared.index_keys)
-            .zip(&mut unique)
-        {
-            if index.unique {
-                for value in values {
-                    held.insert(Arc::clone(value), Arc::clone(&prepared.key));
+        let indexes = def.indexes.iter().zip(&mut unique).zip(&mut batch.values);
+        for (((index, held), groups), values) in indexes.zip(prepared.index_keys) {
+            for value in values {
+                if index.unique {
+                    held.insert(Arc::clone(&value), Arc::clone(&key));
+                }
+                match groups.entry(value) {
+                    hash_map::Entry::Occupied(mut keys) => keys.get_mut().push(&key),
+                    hash_map::Entry::Vacant(slot) => {
+                        slot.insert(Keys::One(Arc::clone(&key)));
+                    }
                 }
             }
         }
-        if let (Some(load), Some(doc)) = (&mut text, &prepared.document) {
-            load.add(
-                Arc::clone(&prepared.key),
-                doc,
-                Some(Arc::clone(&prepared.row)),
-            );
+        if let (Some(load), Some(doc)) = (&mut batch.text, &prepared.document) {
+            load.add(Arc::clone(&key), doc, Some(Arc::clone(&prepared.row)));
         }
-        checked.push(Checked {
-            key: prepared.key,
-            row: prepared.row,
-            index_keys: prepared.index_keys,
-        });
+        batch.rows.push((key, prepared.row));
     }
-    Ok((checked, text))
+    Ok(batch)
 }
 
 impl TableState {
-    /// Writes a checked batch of new records: the rows, each index value once with all the
-    /// batch's keys that carry it, and the text segment.
-    fn put_batch(&mut self, def: &TableDef, batch: Vec<Checked>, text: Option<BulkLoad>) {
-        // Per index: each value with the batch's keys that carry it, grouped by hashing (the
-        // keys of one value are then sorted, a few at a time, rather than every pair at once).
-        let mut by_index: Vec<HashMap<Arc<str>, Vec<Arc<str>>>> =
-            vec![HashMap::new(); def.indexes.len()];
-        for Checked {
-            key,
-            row,
-            index_keys,
-        } in batch
-        {
-            for (groups, values) in by_index.iter_mut().zip(index_keys) {
-                for value in values {
-                    groups.entry(value).or_default().push(Arc::clone(&key));
-                }
-            }
+    /// Writes a checked batch of new records: the rows, and each index value once with all
+    /// the batch's keys that carry it, in value order: an ordered map takes keys in order
+    /// several times faster than in hash order, where each insert walks a different path of
+    /// nodes (100,000 string keys into an `imbl::OrdMap`: ~20 ms sorted, ~100 ms shuffled).
+    fn put_batch(
+        &mut self,
+        rows: Vec<(Arc<str>, Row)>,
+        values: Vec<HashMap<Arc<str>, Keys, StrState>>,
+    ) {
+        for (key, row) in rows {
             self.rows.insert(key, row);
         }
-        for (map, groups) in self.indexes.iter_mut().zip(by_index) {
-            for (value, mut keys) in groups {
+        for (map, groups) in self.indexes.iter_mut().zip(values) {
+            let mut groups: Vec<(Arc<str>, Keys)> = groups.into_iter().collect();
+            groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (value, keys) in groups {
+                let mut keys = keys.into_vec();
                 keys.sort_unstable();
                 match map.entry(value) {
                     Entry::Occupied(mut held) => {
@@ -179,9 +215,6 @@ impl TableState {
                     }
                 }
             }
-        }
-        if let (Some(index), Some(load)) = (&mut self.text, text) {
-            load.finish(index);
         }
     }
 }
