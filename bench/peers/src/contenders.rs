@@ -78,6 +78,22 @@ impl Kind {
         Kind::Bm25Crate,
     ];
 
+    /// The name `--kinds` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Flat => "flat",
+            Kind::CapstoreBm25 => "capstore-bm25",
+            Kind::CapstoreSelect => "capstore-select",
+            Kind::Tantivy => "tantivy",
+            Kind::Bm25Crate => "bm25-crate",
+        }
+    }
+
+    /// The kind `--kinds` calls `name` ([`Kind::name`]).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Kind::CapstoreBm25 => "capstore bm25",
