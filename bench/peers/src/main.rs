@@ -15,6 +15,8 @@ mod corpus;
 mod flat;
 mod measure;
 mod synthetic_store;
+#[cfg(test)]
+mod synthetic_store_tests;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
