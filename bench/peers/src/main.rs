@@ -275,6 +275,9 @@ fn print_table(rows: &[Row]) {
 }
 
 fn print_agreement_notes(rows: &[Row]) {
+    if rows.iter().all(|r| r.kind == Kind::Flat) {
+        return;
+    }
     println!();
     println!(
         "Agreement with the yardstick (top {TOP_K}, identical tokens, scores within 1e-4 relative):"
@@ -318,6 +321,13 @@ fn print_agreement_notes(rows: &[Row]) {
 }
 
 fn print_targets(rows: &[Row], phases: &[concurrency::Phase]) {
+    // Every target is about capstore.
+    if !rows
+        .iter()
+        .any(|r| matches!(r.kind, Kind::CapstoreBm25 | Kind::CapstoreSelect))
+    {
+        return;
+    }
     println!();
     println!("Targets (issue 6), this run:");
     let ratios = |kind: Kind| -> Vec<String> {
