@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! cargo run --release -p capstore-peers -- [--quick] [--sets synthetic,metatool,sealtools,toolbench]
+//!     [--sizes 100,1000,10000,100000] [--kinds flat,capstore-bm25,capstore-select,tantivy,bm25-crate]
+//!     [--bulk-store]
 //! ```
 
 #[path = "../../../benches/synthetic/mod.rs"]
@@ -14,6 +16,8 @@ mod corpus;
 mod flat;
 mod measure;
 mod synthetic_store;
+#[cfg(test)]
+mod synthetic_store_tests;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,22 +34,69 @@ const SYNTHETIC_SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
 const ALL_SETS: [&str; 4] = ["synthetic", "metatool", "sealtools", "toolbench"];
 /// The store size of the concurrency test and of the single-insert target.
 const CONCURRENCY_N: usize = 10_000;
+/// Issue 24's registry scale: select rows from this N on are checked against its target.
+const ISSUE_24_N: usize = 1_000_000;
+
+const USAGE: &str = "\
+usage: capstore-peers [--quick] [--sets LIST] [--sizes LIST] [--kinds LIST] [--bulk-store]
+  --quick        fewer queries and inserts, shorter concurrency phases, no N = 100,000
+  --sets LIST    comma-separated: synthetic, metatool, sealtools, toolbench (default: all)
+  --sizes LIST   synthetic sizes, comma-separated (default: 100,1000,10000,100000)
+  --kinds LIST   contenders, comma-separated: flat, capstore-bm25, capstore-select, tantivy,
+                 bm25-crate (default: all). flat, the yardstick the ratios are taken against,
+                 is always measured, first: it is added when the list leaves it out. Contenders
+                 run in the order above whatever the list's order. The concurrency test runs
+                 only when capstore-select is measured.
+  --bulk-store   write capstore select's store with WriteTxn::insert_many, as a catalog load
+                 does (one text segment), instead of one skill at a time (about 2 log3 N
+                 segments beyond 4,096 tools): the same rows and scores, about 3x faster to
+                 build, faster selects. The concurrency test's store is built as always.";
 
 struct Args {
     quick: bool,
     sets: Vec<&'static str>,
     /// Synthetic sizes, when given (default: all, or all but 100,000 with `--quick`).
     sizes: Option<Vec<usize>>,
+    /// The contenders to measure, in [`Kind::ALL`]'s order: flat first, always.
+    kinds: Vec<Kind>,
+    /// capstore select's store written by bulk inserts.
+    bulk_store: bool,
+}
+
+/// The contenders `list` names (comma-separated [`Kind::name`]s), in [`Kind::ALL`]'s order, with
+/// the flat yardstick added when the list leaves it out (every ratio is against it). The
+/// second value says whether it was added.
+fn parse_kinds(list: &str) -> Result<(Vec<Kind>, bool), String> {
+    let mut named = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let kind = Kind::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            format!(
+                "--kinds: unknown contender {name:?}; known: {}",
+                known.join(", ")
+            )
+        })?;
+        named.push(kind);
+    }
+    let added = !named.contains(&Kind::Flat);
+    let kinds = Kind::ALL
+        .into_iter()
+        .filter(|k| *k == Kind::Flat || named.contains(k))
+        .collect();
+    Ok((kinds, added))
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut quick = false;
     let mut sets: Vec<&'static str> = ALL_SETS.to_vec();
     let mut sizes = None;
+    let mut kinds = Kind::ALL.to_vec();
+    let mut bulk_store = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
+            "--bulk-store" => bulk_store = true,
             "--sets" => {
                 let list = args.next().ok_or("--sets needs a comma-separated list")?;
                 sets = list
@@ -70,16 +121,27 @@ fn parse_args() -> Result<Args, String> {
                         .collect::<Result<Vec<_>, _>>()?,
                 );
             }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: capstore-peers [--quick] [--sets synthetic,metatool,sealtools,toolbench] [--sizes 100,1000,10000,100000]"
-                        .into(),
-                );
+            "--kinds" => {
+                let list = args.next().ok_or("--kinds needs a comma-separated list")?;
+                let added;
+                (kinds, added) = parse_kinds(&list)?;
+                if added {
+                    eprintln!(
+                        "--kinds: flat (the yardstick) added, first: the ratios are against it"
+                    );
+                }
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    Ok(Args { quick, sets, sizes })
+    Ok(Args {
+        quick,
+        sets,
+        sizes,
+        kinds,
+        bulk_store,
+    })
 }
 
 struct Row {
@@ -113,21 +175,29 @@ fn machine_info() -> String {
     format!("nproc = {nproc}; CPU: {cpu}")
 }
 
-fn measure_corpus(corpus: &Corpus, effort: &Effort, rows: &mut Vec<Row>) {
+/// Measures `kinds` (flat first: the ratios are against it) on `corpus`.
+fn measure_corpus(corpus: &Corpus, args: &Args, effort: &Effort, rows: &mut Vec<Row>) {
+    let kinds = &args.kinds;
+    assert_eq!(kinds.first(), Some(&Kind::Flat), "flat is measured first");
     let n = corpus.len();
-    // The reference for the agreement check: never timed, never inserted into.
-    let mut reference = FlatIndex::build(1.2, 0.75, &corpus.docs);
+    // The reference for the agreement check: never timed, never inserted into; built only
+    // when a contender is checked against it.
+    let mut reference = kinds
+        .iter()
+        .any(|k| k.same_formula())
+        .then(|| FlatIndex::build(1.2, 0.75, &corpus.docs));
     let mut flat_p50 = None;
-    for kind in Kind::ALL {
+    for &kind in kinds {
         let ((mut c, build), memory) = count_allocations(|| {
             let t = Instant::now();
-            let c = kind.build(corpus);
+            let c = kind.build(corpus, args.bulk_store);
             (c, t.elapsed())
         });
         let run = run_queries(c.as_mut(), corpus, effort);
-        let agreement = kind
-            .same_formula()
-            .then(|| agreement(&mut reference, corpus, &run.results));
+        let agreement = reference
+            .as_mut()
+            .filter(|_| kind.same_formula())
+            .map(|reference| agreement(reference, corpus, &run.results));
         let inserts = if kind == Kind::Tantivy {
             effort.inserts_slow
         } else {
@@ -205,11 +275,18 @@ fn print_table(rows: &[Row]) {
 }
 
 fn print_agreement_notes(rows: &[Row]) {
+    if rows.iter().all(|r| r.kind == Kind::Flat) {
+        return;
+    }
     println!();
     println!(
         "Agreement with the yardstick (top {TOP_K}, identical tokens, scores within 1e-4 relative):"
     );
+    let measured = |kind: Kind| rows.iter().any(|r| r.kind == kind);
     for kind in [Kind::CapstoreBm25, Kind::Bm25Crate, Kind::Tantivy] {
+        if !measured(kind) {
+            continue;
+        }
         let (mut q, mut rank, mut sc, mut diff) = (0, 0, 0, 0.0f32);
         for r in rows.iter().filter(|r| r.kind == kind) {
             if let Some(a) = r.agreement {
@@ -236,12 +313,21 @@ fn print_agreement_notes(rows: &[Row]) {
             kind.label()
         );
     }
-    println!(
-        "- capstore select is not compared: it tokenizes the message itself (on the synthetic corpus its stop list drops the function words the others index), weighs fields (BM25F: name 2, param_docs 0.5), adds skills and exact-name matches."
-    );
+    if measured(Kind::CapstoreSelect) {
+        println!(
+            "- capstore select is not compared: it tokenizes the message itself (on the synthetic corpus its stop list drops the function words the others index), weighs fields (BM25F: name 2, param_docs 0.5), adds skills and exact-name matches."
+        );
+    }
 }
 
 fn print_targets(rows: &[Row], phases: &[concurrency::Phase]) {
+    // Every target is about capstore.
+    if !rows
+        .iter()
+        .any(|r| matches!(r.kind, Kind::CapstoreBm25 | Kind::CapstoreSelect))
+    {
+        return;
+    }
     println!();
     println!("Targets (issue 6), this run:");
     let ratios = |kind: Kind| -> Vec<String> {
@@ -257,16 +343,21 @@ fn print_targets(rows: &[Row], phases: &[concurrency::Phase]) {
             .fold(0.0f64, f64::max)
     };
     let mark = |ok: bool| if ok { "met" } else { "NOT met" };
-    println!(
-        "- capstore BM25 p50 ≤ 1.5× flat at every N: {} ({})",
-        mark(worst(Kind::CapstoreBm25) <= 1.5),
-        ratios(Kind::CapstoreBm25).join(", ")
-    );
-    println!(
-        "- ContextBuilder select (explain off) p50 ≤ 3× flat: {} ({})",
-        mark(worst(Kind::CapstoreSelect) <= 3.0),
-        ratios(Kind::CapstoreSelect).join(", ")
-    );
+    let measured = |kind: Kind| rows.iter().any(|r| r.kind == kind);
+    if measured(Kind::CapstoreBm25) {
+        println!(
+            "- capstore BM25 p50 ≤ 1.5× flat at every N: {} ({})",
+            mark(worst(Kind::CapstoreBm25) <= 1.5),
+            ratios(Kind::CapstoreBm25).join(", ")
+        );
+    }
+    if measured(Kind::CapstoreSelect) {
+        println!(
+            "- ContextBuilder select (explain off) p50 ≤ 3× flat: {} ({})",
+            mark(worst(Kind::CapstoreSelect) <= 3.0),
+            ratios(Kind::CapstoreSelect).join(", ")
+        );
+    }
     if let Some(r) = rows
         .iter()
         .find(|r| r.kind == Kind::CapstoreSelect && r.corpus == "synthetic" && r.n == CONCURRENCY_N)
@@ -287,20 +378,40 @@ fn print_targets(rows: &[Row], phases: &[concurrency::Phase]) {
             )
         })
         .collect();
-    println!(
-        "- store memory ≤ 2 KB per tool beyond its own text: {} ({})",
-        mark(beyond.iter().all(|(_, b)| *b <= 2048)),
-        beyond
-            .iter()
-            .map(|(c, b)| format!("{c}: {} B", fmt_int((*b).max(0) as u64)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    if !beyond.is_empty() {
+        println!(
+            "- store memory ≤ 2 KB per tool beyond its own text: {} ({})",
+            mark(beyond.iter().all(|(_, b)| *b <= 2048)),
+            beyond
+                .iter()
+                .map(|(c, b)| format!("{c}: {} B", fmt_int((*b).max(0) as u64)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let [one, two] = phases {
         let ratio = two.selects_per_sec() / one.selects_per_sec();
         println!(
             "- 2 readers ≥ 1.7× one reader while the writer commits: {} ({ratio:.2}×)",
             mark(ratio >= 1.7)
+        );
+    }
+    // Issue 24 (registry scale): the full select at a million tools.
+    let at_scale: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.kind == Kind::CapstoreSelect && r.n >= ISSUE_24_N)
+        .collect();
+    if !at_scale.is_empty() {
+        println!();
+        println!("Targets (issue 24), this run:");
+        println!(
+            "- ContextBuilder select (explain off) p50 ≤ 1.5× flat at the same N, N ≥ 1,000,000: {} ({})",
+            mark(at_scale.iter().all(|r| r.ratio <= 1.5)),
+            at_scale
+                .iter()
+                .map(|r| format!("{} {}: {:.2}×", r.corpus, fmt_int(r.n as u64), r.ratio))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }
@@ -357,40 +468,40 @@ fn main() {
             }
         }
     }
-    let largest = sizes.iter().copied().max().unwrap_or(0).max(CONCURRENCY_N);
-    let generator = corpus::Synthetic::new(largest);
-    if args.sets.contains(&"synthetic") {
+    // The concurrency test measures the store: only with capstore select.
+    let concurrency = args.kinds.contains(&Kind::CapstoreSelect);
+    let synthetic = args.sets.contains(&"synthetic");
+    let largest = [
+        sizes.iter().copied().max().filter(|_| synthetic),
+        concurrency.then_some(CONCURRENCY_N),
+    ]
+    .into_iter()
+    .flatten()
+    .max();
+    let generator = largest.map(corpus::Synthetic::new);
+    if let (true, Some(generator)) = (synthetic, &generator) {
         for &n in sizes {
             eprintln!("synthetic N = {n}");
             let c = generator.at(n, extra);
-            measure_corpus(&c, &effort, &mut rows);
+            measure_corpus(&c, &args, &effort, &mut rows);
         }
     }
     for c in &real_sets {
         eprintln!("{}: {} tools, {} queries", c.name, c.len(), c.queries.len());
-        measure_corpus(c, &effort, &mut rows);
+        measure_corpus(c, &args, &effort, &mut rows);
     }
 
-    // Concurrency: a 10,000-tool synthetic store with skills.
-    eprintln!("concurrency: {CONCURRENCY_N} tools");
-    let c = generator.at(CONCURRENCY_N, 0);
-    let store = synthetic_store::store_with_skills(&c.tools);
-    let messages = Arc::new(c.messages.clone());
     let duration = if args.quick {
         Duration::from_secs(1)
     } else {
         Duration::from_secs(3)
     };
-    let mut revision = 0;
     // Past the first merge of everything that steady upserts cause (one dead document per
     // 8 live ones, plus 256), so that no phase finds the freshly built store.
     let warm_up = (CONCURRENCY_N / 4) as u64;
-    concurrency::warm_up(&store, &c.tools, &mut revision, warm_up);
-    let runs: Vec<concurrency::Phase> = concurrency::PHASE_ORDER
-        .iter()
-        .map(|&r| concurrency::phase(&store, &c.tools, &messages, r, duration, &mut revision))
-        .collect();
-    let phases = [1, 2].map(|r| concurrency::Phase::combined(&runs, r));
+    let phases = generator
+        .filter(|_| concurrency)
+        .map(|generator| run_concurrency(&generator, warm_up, duration));
 
     println!(
         "capstore-peers{}: {}; queries timed one at a time on one thread; finished in {:.0?}.",
@@ -398,9 +509,46 @@ fn main() {
         machine_info(),
         started.elapsed()
     );
+    if args.kinds != Kind::ALL {
+        let names: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
+        println!("Contenders: {} (--kinds).", names.join(", "));
+    }
+    if args.bulk_store && args.kinds.contains(&Kind::CapstoreSelect) {
+        println!(
+            "capstore select's store written by bulk inserts (--bulk-store): one text segment per table, not the one-skill-at-a-time layout of the default run; its select times are not comparable with a default run's beyond 4,096 tools."
+        );
+    }
     println!();
     print_table(&rows);
     print_agreement_notes(&rows);
+    if let Some(phases) = &phases {
+        print_concurrency(phases, warm_up, duration);
+    }
+    print_targets(&rows, phases.as_ref().map_or(&[], |p| &p[..]));
+}
+
+/// The concurrency test: a [`CONCURRENCY_N`]-tool synthetic store with skills, `warm_up`
+/// untimed upserts, then the phases of [`concurrency::PHASE_ORDER`]; per reader count (1, 2),
+/// its phases combined.
+fn run_concurrency(
+    generator: &corpus::Synthetic,
+    warm_up: u64,
+    duration: Duration,
+) -> [concurrency::Phase; 2] {
+    eprintln!("concurrency: {CONCURRENCY_N} tools");
+    let c = generator.at(CONCURRENCY_N, 0);
+    let store = synthetic_store::store_with_skills(&c.tools);
+    let messages = Arc::new(c.messages.clone());
+    let mut revision = 0;
+    concurrency::warm_up(&store, &c.tools, &mut revision, warm_up);
+    let runs: Vec<concurrency::Phase> = concurrency::PHASE_ORDER
+        .iter()
+        .map(|&r| concurrency::phase(&store, &c.tools, &messages, r, duration, &mut revision))
+        .collect();
+    [1, 2].map(|r| concurrency::Phase::combined(&runs, r))
+}
+
+fn print_concurrency(phases: &[concurrency::Phase], warm_up: u64, duration: Duration) {
     println!();
     println!(
         "Concurrency: {} synthetic tools with skills; readers loop `snapshot()` + `ContextBuilder::select` (explain off); one writer upserts one tool and commits every 1 ms; after {} untimed upserts, phases of {} s with {} readers, summed per reader count.",
@@ -415,7 +563,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|");
     let base = phases.first().map_or(1.0, |p| p.selects_per_sec());
-    for p in &phases {
+    for p in phases {
         println!(
             "| {} | {} | {:.2}× | {} ({}) | {} | {} | {} | {} |",
             p.readers,
@@ -436,5 +584,26 @@ fn main() {
          A reader CPU share well under 100% means the readers waited for a core (other processes, or the writer, on a 2-core machine); \
          equal selects per CPU-second with 1 and 2 readers means they did not slow each other down."
     );
-    print_targets(&rows, &phases);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_put_flat_first_and_add_it_when_left_out() {
+        assert_eq!(
+            parse_kinds("capstore-select"),
+            Ok((vec![Kind::Flat, Kind::CapstoreSelect], true))
+        );
+        assert_eq!(
+            parse_kinds("bm25-crate, flat,capstore-bm25"),
+            Ok((vec![Kind::Flat, Kind::CapstoreBm25, Kind::Bm25Crate], false))
+        );
+        let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(parse_kinds(&all.join(",")), Ok((Kind::ALL.to_vec(), false)));
+        let err = parse_kinds("flat,lucene").unwrap_err();
+        assert!(err.contains("\"lucene\""), "{err}");
+        assert!(err.contains(&all.join(", ")), "{err}");
+    }
 }

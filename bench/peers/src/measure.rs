@@ -305,10 +305,17 @@ mod tests {
 
     #[test]
     fn counts_bytes_left_live() {
-        let (kept, bytes) = count_allocations(|| vec![0u8; 10_000]);
-        assert!(bytes >= 10_000, "{bytes}");
-        drop(kept);
-        let ((), bytes) = count_allocations(|| drop(vec![0u8; 10_000]));
-        assert!(bytes.abs() < 10_000, "{bytes}");
+        // The counter counts every thread, so the allocations of tests running beside this
+        // one can fall into a window: an attempt is repeated until one is left alone.
+        let alone = |check: &dyn Fn() -> bool| (0..1_000).any(|_| check());
+        assert!(alone(&|| {
+            let (kept, bytes) = count_allocations(|| vec![0u8; 10_000]);
+            drop(kept);
+            (10_000..11_000).contains(&bytes)
+        }));
+        assert!(alone(&|| {
+            let ((), bytes) = count_allocations(|| drop(vec![0u8; 10_000]));
+            bytes.abs() < 1_000
+        }));
     }
 }

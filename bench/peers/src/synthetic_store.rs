@@ -12,8 +12,8 @@
 // Each user needs part of it.
 #![allow(dead_code)]
 
-use capstore::skills::register_skill;
-use capstore::{Skill, Store, Tool};
+use capstore::skills::{SkillError, dependency_closure, register_skill};
+use capstore::{SKILLS, Skill, Store, TOOLS, Tool};
 use serde_json::json;
 
 use crate::synthetic::Corpus;
@@ -68,7 +68,43 @@ pub fn store_with_skills(tools: &[Tool]) -> Store {
             for (j, group) in tools.chunks(TOOLS_PER_SKILL).enumerate() {
                 register_skill(tx, skill_for(j, group), group.to_vec())?;
             }
-            Ok::<_, capstore::skills::SkillError>(())
+            Ok::<_, SkillError>(())
+        })
+        .expect("synthetic skills and tools are valid");
+    store
+}
+
+/// The store [`store_with_skills`] makes, the same rows (`synthetic_store_tests.rs` in
+/// `capstore-peers` checks it), written as a catalog load writes them: two bulk inserts
+/// (`WriteTxn::insert_many`), every tool already owned by its skill, then every skill with its
+/// tools' names. About 3× faster to build at 10,000 and 100,000 tools, but the text indexes
+/// differ: each table's is one segment, where registering skill by skill leaves about
+/// 2 log₃ N beyond 4,096 documents (below that, the commit merges them into one either way).
+/// The same results and scores, but a select on it took about 0.65× the time at 10,000 and
+/// 100,000 tools (`capstore-peers`).
+pub fn store_with_skills_bulk(tools: &[Tool]) -> Store {
+    let mut owned = Vec::with_capacity(tools.len());
+    let mut skills = Vec::with_capacity(tools.len().div_ceil(TOOLS_PER_SKILL));
+    for (j, group) in tools.chunks(TOOLS_PER_SKILL).enumerate() {
+        let mut skill = skill_for(j, group);
+        skill.tools = group.iter().map(Tool::qualified_name).collect();
+        for tool in group {
+            owned.push(Tool {
+                skills: vec![skill.name.clone()],
+                ..tool.clone()
+            });
+        }
+        skills.push(skill);
+    }
+    let names: Vec<String> = skills.iter().map(|s| s.name.clone()).collect();
+    let store = Store::new();
+    store
+        .write(|tx| {
+            tx.insert_many(&TOOLS, owned)?;
+            tx.insert_many(&SKILLS, skills)?;
+            // What `register_skill` checks of each: its dependencies registered, no cycle.
+            dependency_closure(tx.view(), &names)?;
+            Ok::<_, SkillError>(())
         })
         .expect("synthetic skills and tools are valid");
     store
