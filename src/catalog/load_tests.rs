@@ -115,6 +115,12 @@ fn rows<R: Record + PartialEq + std::fmt::Debug>(
     }
 }
 
+/// The tools and skills tables of `a` and `b` hold the same rows, indexes and text index.
+fn same_tables(a: &Snapshot, b: &Snapshot) {
+    rows(a, b, &TOOLS, &["name", "source", "tags", "skill"]);
+    rows(a, b, &SKILLS, &["category", "tags", "tool", "dependency"]);
+}
+
 fn same_changes(a: &ChangeSet, b: &ChangeSet) {
     assert_eq!(a.version, b.version);
     assert_eq!(a.changes.len(), b.changes.len());
@@ -135,13 +141,7 @@ fn bulk_load_writes_what_one_record_at_a_time_writes() {
     assert_eq!(a.version, b.version);
     same_changes(&a.changes, &b.changes);
     let (sa, sb) = (bulk.snapshot(), plain.snapshot());
-    rows(&sa, &sb, &TOOLS, &["name", "source", "tags", "skill"]);
-    rows(
-        &sa,
-        &sb,
-        &SKILLS,
-        &["category", "tags", "tool", "dependency"],
-    );
+    same_tables(&sa, &sb);
     // The bulk load left the tools' text index in one segment.
     assert_eq!(sa.text_index(&TOOLS).expect("text").segment_count(), 1);
 }
@@ -165,13 +165,7 @@ fn moving_the_catalog_in_writes_what_cloning_it_in_writes() {
     };
     same_changes(&changes.lock()[0], &loaded_again.changes);
     let (sa, sb) = (cloned.snapshot(), moved.snapshot());
-    rows(&sa, &sb, &TOOLS, &["name", "source", "tags", "skill"]);
-    rows(
-        &sa,
-        &sb,
-        &SKILLS,
-        &["category", "tags", "tool", "dependency"],
-    );
+    same_tables(&sa, &sb);
     // A failing catalog: the same error, and the store as it was.
     let mut clash = catalog.clone();
     clash
