@@ -75,8 +75,10 @@
 //! catalog or the store`.
 //!
 //! # The load rule
-//! [`Catalog::load_into`] (or [`Catalog::apply`] on the caller's transaction) writes the whole
-//! catalog in one transaction, all or nothing. Before writing it checks the catalog against the
+//! [`Catalog::load_into`] (or [`Catalog::apply`] on the caller's transaction, or
+//! [`Catalog::move_into`], which moves the tools into the store rather than cloning them: the
+//! lighter way for a large catalog read only to be loaded) writes the whole catalog in one
+//! transaction, all or nothing. Before writing it checks the catalog against the
 //! store: its skills and tools must be new (a catalog adds, it never replaces; a tool already in
 //! the store is [`CatalogErrorKind::ToolExists`]), and every dependency, `uses` and `pinned`
 //! entry must name something in the catalog or the store. Then it writes what inserting every
