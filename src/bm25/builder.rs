@@ -20,7 +20,7 @@ pub(crate) struct Builder {
     /// The term frequency of each entry of `doc_terms` added by [`Self::push_terms`]: with the
     /// documents' slots and lengths, their postings (4 bytes a posting until [`Self::finish`]
     /// lays them out, where a posting held with its term id took 16; a bulk load of 1,000,000
-    /// tools holds ~50 million).
+    /// tools holds ~45 million).
     tfs: Vec<f32>,
 }
 
