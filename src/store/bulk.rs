@@ -43,13 +43,16 @@ use super::txn::WriteTxn;
 /// each source once, not a copy per tool), and its text documents gathered into one segment.
 struct Batch {
     rows: Vec<(Arc<str>, Row)>,
-    values: Vec<HashMap<Arc<str>, Keys, StrState>>,
+    values: Vec<BatchValues>,
     text: Option<BulkLoad>,
 }
 
+/// One index's values in a batch, each with the keys that carry it.
+pub(crate) type BatchValues = HashMap<Arc<str>, Keys, StrState>;
+
 /// The batch's keys carrying one index value, in batch order: most values have one, held
-/// without a list of its own.
-enum Keys {
+/// without a list of its own (and a unique index's values never have more).
+pub(crate) enum Keys {
     One(Arc<str>),
     Many(Vec<Arc<str>>),
 }
@@ -59,6 +62,14 @@ impl Keys {
         match self {
             Keys::One(first) => *self = Keys::Many(vec![Arc::clone(first), Arc::clone(key)]),
             Keys::Many(keys) => keys.push(Arc::clone(key)),
+        }
+    }
+
+    /// The first key that carried the value.
+    pub(crate) fn first(&self) -> Option<&Arc<str>> {
+        match self {
+            Keys::One(key) => Some(key),
+            Keys::Many(keys) => keys.first(),
         }
     }
 
@@ -147,12 +158,10 @@ fn check_batch(
     }
     let mut keys: HashSet<Arc<str>, StrState> =
         HashSet::with_capacity_and_hasher(low, StrState::default());
-    // Per index: the batch's values of the unique ones, with their holders.
-    let mut unique: Vec<HashMap<Arc<str>, Arc<str>>> = vec![HashMap::new(); def.indexes.len()];
-    let any_unique = def.indexes.iter().any(|i| i.unique);
     for (i, row) in rows.enumerate() {
-        let among = any_unique.then_some(&unique[..]);
-        let prepared = state.prepare_among(def, row, among).map_err(|e| (i, e))?;
+        // The batch's earlier records count as written for the unique checks.
+        let prepared = state.prepare_among(def, row, Some(&batch.values));
+        let prepared = prepared.map_err(|e| (i, e))?;
         let key = prepared.key;
         if state.rows.contains_key(&key) || !keys.insert(Arc::clone(&key)) {
             return Err((
@@ -163,12 +172,8 @@ fn check_batch(
                 },
             ));
         }
-        let indexes = def.indexes.iter().zip(&mut unique).zip(&mut batch.values);
-        for (((index, held), groups), values) in indexes.zip(prepared.index_keys) {
+        for (groups, values) in batch.values.iter_mut().zip(prepared.index_keys) {
             for value in values {
-                if index.unique {
-                    held.insert(Arc::clone(&value), Arc::clone(&key));
-                }
                 match groups.entry(value) {
                     hash_map::Entry::Occupied(mut keys) => keys.get_mut().push(&key),
                     hash_map::Entry::Vacant(slot) => {
@@ -190,11 +195,7 @@ impl TableState {
     /// the batch's keys that carry it, in value order: an ordered map takes keys in order
     /// several times faster than in hash order, where each insert walks a different path of
     /// nodes (100,000 string keys into an `imbl::OrdMap`: ~20 ms sorted, ~100 ms shuffled).
-    fn put_batch(
-        &mut self,
-        rows: Vec<(Arc<str>, Row)>,
-        values: Vec<HashMap<Arc<str>, Keys, StrState>>,
-    ) {
+    fn put_batch(&mut self, rows: Vec<(Arc<str>, Row)>, values: Vec<BatchValues>) {
         for (key, row) in rows {
             self.rows.insert(key, row);
         }

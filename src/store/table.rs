@@ -1,7 +1,6 @@
 //! One table's state inside a snapshot: the primary map, one map per secondary index and the
 //! optional BM25 index, all persistent so that cloning a table is O(1) and shares structure.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use imbl::OrdMap;
@@ -9,6 +8,7 @@ use imbl::ordmap::Entry;
 
 use crate::bm25::{Bm25Index, Document};
 
+use super::bulk::{BatchValues, Keys};
 use super::error::StoreError;
 use super::index_keys::IndexKeys;
 use super::schema::{Row, TableDef};
@@ -55,13 +55,13 @@ impl TableState {
     }
 
     /// [`prepare`](Self::prepare) for a record written after a batch of others not yet in the
-    /// table (a bulk insert): `batch` gives, per index, the unique values the batch holds and
-    /// their holders, which the unique checks see as if they were in the table.
+    /// table (a bulk insert): `batch` gives, per index, the values the batch holds and their
+    /// holders, which the unique checks see as if they were in the table.
     pub fn prepare_among(
         &self,
         def: &TableDef,
         row: Row,
-        batch: Option<&[HashMap<Arc<str>, Arc<str>>]>,
+        batch: Option<&[BatchValues]>,
     ) -> Result<Prepared, StoreError> {
         let key: Arc<str> = Arc::from((def.primary)(&*row));
         // The validator runs first: it says which field is wrong, where an empty key alone
@@ -97,6 +97,7 @@ impl TableState {
                 // The first holder in key order, as if the batch's were in the table.
                 let in_batch = batch
                     .and_then(|batch| batch.get(i)?.get(value))
+                    .and_then(Keys::first)
                     .filter(|k| **k != key);
                 let holder = match (holder, in_batch) {
                     (Some(a), Some(b)) => Some(a.min(b)),
