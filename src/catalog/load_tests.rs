@@ -214,12 +214,11 @@ fn a_failing_catalog_leaves_the_store_as_it_was() {
     let mut tx = store.begin();
     tx.insert(&TOOLS, Tool::new("kept", "written before the load"))
         .expect("insert");
-    let before: Vec<Arc<str>> = tx
-        .view()
-        .iter(&TOOLS)
-        .expect("tools")
-        .map(|(k, _)| Arc::clone(k))
-        .collect();
+    let tool_keys = |tx: &crate::WriteTxn| -> Vec<Arc<str>> {
+        let tools = tx.view().iter(&TOOLS).expect("tools");
+        tools.map(|(k, _)| Arc::clone(k)).collect()
+    };
+    let before = tool_keys(&tx);
     // The last tool of the catalog clashes with the store's: found before anything is written.
     let mut clash = catalog(200);
     clash
@@ -228,13 +227,7 @@ fn a_failing_catalog_leaves_the_store_as_it_was() {
     let err = clash.apply(&mut tx).expect_err("the tool exists");
     let plain = apply_one_by_one(&clash, &preloaded()).expect_err("the tool exists");
     assert_eq!(err.to_string(), plain.to_string());
-    let after: Vec<Arc<str>> = tx
-        .view()
-        .iter(&TOOLS)
-        .expect("tools")
-        .map(|(k, _)| Arc::clone(k))
-        .collect();
-    assert_eq!(before, after);
+    assert_eq!(before, tool_keys(&tx));
     assert_eq!(tx.view().count(&SKILLS).expect("skills"), 1);
     assert_eq!(tx.commit().changes.changes.len(), 1);
 }

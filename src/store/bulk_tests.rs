@@ -3,20 +3,13 @@
 
 use std::sync::Arc;
 
-use crate::store::{IndexSchema, Store, StoreBuilder, StoreError, Table, TableSchema};
+use super::tests::users_store;
+use crate::store::{Store, StoreError, Table};
 use crate::{TOOLS, Tool};
 
-/// Users keyed by name with a unique `email` index.
+/// The users store of the store tests, holding `old` (`old@x`).
 fn users() -> (Store, Table<(String, String)>) {
-    let mut b = StoreBuilder::new();
-    let users = b
-        .table(
-            TableSchema::new("users", |u: &(String, String)| u.0.clone()).index(
-                IndexSchema::single("email", |u: &(String, String)| Some(u.1.clone())).unique(),
-            ),
-        )
-        .expect("schema");
-    let store = b.build();
+    let (store, users) = users_store();
     store
         .write(|tx| tx.insert(&users, ("old".to_string(), "old@x".to_string())))
         .expect("seed");

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::bm25::{Bm25Params, IndexConfig};
 use crate::store::{
-    IndexSchema, RecordError, SchemaError, Snapshot, Store, StoreBuilder, StoreError, TableSchema,
-    TextSchema,
+    IndexSchema, RecordError, SchemaError, Snapshot, Store, StoreBuilder, StoreError, Table,
+    TableSchema, TextSchema,
 };
 use crate::{HOOKS, Hook, HookEvent, SKILLS, Skill, TOOLS, Tool};
 
@@ -125,8 +125,8 @@ fn duplicate_key_leaves_the_store_unchanged() {
     assert_unchanged(&store, &before);
 }
 
-#[test]
-fn unique_violation_names_index_value_and_holder() {
+/// A store with one table, users `(name, email)` keyed by name, whose `email` index is unique.
+pub(super) fn users_store() -> (Store, Table<(String, String)>) {
     let mut b = StoreBuilder::new();
     let users = b
         .table(
@@ -135,7 +135,12 @@ fn unique_violation_names_index_value_and_holder() {
             ),
         )
         .expect("schema");
-    let store = b.build();
+    (b.build(), users)
+}
+
+#[test]
+fn unique_violation_names_index_value_and_holder() {
+    let (store, users) = users_store();
     store
         .write(|tx| tx.insert(&users, ("ana".into(), "a@x".into())))
         .expect("first");
