@@ -188,7 +188,7 @@ pub(crate) use bulk::BulkLoad;
 pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
-pub(crate) use identifier::split_identifier as split_identifier_parts;
+pub(crate) use identifier::split_identifier;
 pub(crate) use index::{Attachment, KeyHit};
 pub use index::{Bm25Index, CorpusStats, Hit};
 pub(crate) use query::HashedQuery;

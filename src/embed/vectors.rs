@@ -98,7 +98,7 @@ pub(crate) fn schema() -> TableSchema<ToolVector> {
 pub fn embedding_text(tool: &Tool) -> String {
     let mut text = String::with_capacity(tool.name.len() + 2 + tool.description.len());
     for word in tool.name.split(|c: char| !c.is_alphanumeric()) {
-        crate::bm25::split_identifier_parts(word, |part| {
+        crate::bm25::split_identifier(word, |part| {
             if !text.is_empty() {
                 text.push(' ');
             }
