@@ -339,6 +339,27 @@ fn embedder_failures_are_typed_and_store_nothing() {
             },
             "evidence_scale",
         ),
+        (
+            HybridPolicy {
+                separation_midpoint: f32::INFINITY,
+                ..d
+            },
+            "separation_midpoint",
+        ),
+        (
+            HybridPolicy {
+                separation_scale: f32::NAN,
+                ..d
+            },
+            "separation_scale",
+        ),
+        (
+            HybridPolicy {
+                separation_scale: -0.1,
+                ..d
+            },
+            "separation_scale",
+        ),
     ] {
         let policy = SelectionPolicy {
             retrieval: Retrieval::Hybrid(bad),
@@ -431,6 +452,52 @@ fn the_lexical_weight_moves_the_ranking_between_the_two_sides() {
         lexical.select(&snap, &turn).expect("select").keys().next(),
         Some("send_email")
     );
+}
+
+/// The dense side's separation (its nearest tool's cosine over the second's) moves the weight:
+/// the same message and BM25 evidence, with the message's vector pointing at one tool alone or
+/// halfway between two, gets the vectors' tool or BM25's first.
+#[test]
+fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
+    let store = store();
+    embed_missing(&store, &Topics).expect("embed");
+    let snap = store.snapshot();
+    let first = |policy: HybridPolicy, vector: Vec<f32>| {
+        let policy = SelectionPolicy {
+            retrieval: Retrieval::Hybrid(policy),
+            ..SelectionPolicy::default()
+        };
+        let builder = ContextBuilder::with_policy(policy)
+            .expect("policy")
+            .with_embedder(Arc::new(Topics));
+        // "send" matches send_email by word; the vector says what the message means.
+        let turn = Turn::new("send pay").with_query_vector(vector);
+        let selection = builder.select(&snap, &turn).expect("select");
+        selection.keys().next().map(str::to_string)
+    };
+    // The BM25 evidence left neutral, so only the separation moves the weight.
+    let policy = HybridPolicy {
+        evidence_scale: 1e9,
+        ..HybridPolicy::default()
+    };
+    let invoice = vec![1.0, 0.0, 0.0, 0.0, 0.0];
+    let invoice_or_weather = vec![1.0, 1.0, 0.0, 0.0, 0.0];
+    // Clear of the rest (separation ~1): the weight falls to ~0.21, the vectors' tool wins.
+    assert_eq!(
+        first(policy, invoice.clone()).as_deref(),
+        Some("create_invoice")
+    );
+    // Two tools at the same cosine (separation ~0): the weight is ~0.57, BM25's tool wins.
+    assert_eq!(
+        first(policy, invoice_or_weather).as_deref(),
+        Some("send_email")
+    );
+    // Without the separation the weight sits at 0.525 whatever the vectors say.
+    let blind = HybridPolicy {
+        separation_scale: f32::INFINITY,
+        ..policy
+    };
+    assert_eq!(first(blind, invoice).as_deref(), Some("send_email"));
 }
 
 #[test]

@@ -56,11 +56,12 @@ pub(super) fn fuse<'a>(
         .get(..policy.depth.min(lexical.len()))
         .unwrap_or_default();
     let best_bm25 = lexical.first().map_or(0.0, |h| h.score);
-    let w = policy.lexical_weight(best_bm25 / words.max(1) as f32);
     let (best_cos, floor) = match (dense.first(), dense.last()) {
         (Some(&(_, best)), Some(&(_, last))) => (best, last),
         _ => (0.0, 0.0),
     };
+    let separation = dense.get(1).map_or(0.0, |&(_, second)| best_cos - second);
+    let w = policy.lexical_weight(best_bm25 / words.max(1) as f32, separation);
     let mut fused: Vec<FusedHit<'a>> = Vec::with_capacity(lexical.len() + dense.len());
     let mut at: HashMap<&str, usize> = HashMap::with_capacity(fused.capacity());
     for hit in lexical {

@@ -60,13 +60,16 @@
 //!    BM25 lead, which ranks alone cannot: plain reciprocal-rank fusion (equal weights, k = 60)
 //!    of the same two lists scores 78.0 nDCG@10 on Seal-Tools, against BM25's 86.4.
 //! 3. The fused score is `w × lexical + (1 − w) × dense`, where the lexical weight `w` follows
-//!    how much of the message BM25 explains: a logistic curve of the best BM25 score per word
-//!    of the message, from `min_lexical_weight` (0.2, BM25 matched little: a paraphrase) to
-//!    `max_lexical_weight` (0.85, the message spells out what the tool's text says). One fixed
-//!    weight cannot serve both kinds of message: on Seal-Tools the best fixed weight is about
-//!    0.85, on MetaTool about 0.3. The curve's midpoint is in BM25 score units and was fitted
-//!    on the public sets (BENCHMARKS.md, "Hybrid retrieval"); on a catalog whose scores run
-//!    higher, set [`HybridPolicy::fixed`] or move `evidence_midpoint`.
+//!    how sure each side is: a logistic curve, from `min_lexical_weight` (0.2: BM25 matched
+//!    little, a paraphrase) to `max_lexical_weight` (0.85: the message spells out what the
+//!    tool's text says), of the best BM25 score per word of the message, less the dense
+//!    side's separation (how far the nearest tool's cosine stands above the second's; each
+//!    over its scale, around its midpoint). One fixed weight cannot serve both kinds of
+//!    message: on Seal-Tools the best fixed weight is about 0.85, on MetaTool about 0.3. The
+//!    separation moves the weight towards the vectors when one tool stands out among them,
+//!    which BM25's score alone cannot see. The midpoints are in BM25 score and cosine units
+//!    and were chosen on the public sets (BENCHMARKS.md, "Hybrid retrieval"); on a catalog
+//!    whose scores run higher, set [`HybridPolicy::fixed`] or move `evidence_midpoint`.
 //! 4. The fused ranking takes the place of the BM25 hits in the rest of the selection: score
 //!    thresholds apply to the fused score, and each tool's [`Reason::Hybrid`] carries the fused
 //!    score, the BM25 score (with its explanation) and the cosine, either possibly absent.
@@ -93,7 +96,7 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
-//! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word |
+//! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word and a 0.03 cosine separation |
 
 mod budget;
 mod builder;

@@ -44,8 +44,10 @@ pub enum Retrieval {
 /// let p = HybridPolicy::default();
 /// assert_eq!((p.depth, p.min_lexical_weight, p.max_lexical_weight), (40, 0.2, 0.85));
 /// // A message whose words BM25 matches strongly leans on BM25; a paraphrase on the vectors.
-/// assert!(p.lexical_weight(1.2) > 0.8 && p.lexical_weight(0.1) < 0.25);
-/// assert_eq!(HybridPolicy::fixed(0.6).lexical_weight(3.0), 0.6);
+/// assert!(p.lexical_weight(1.2, 0.03) > 0.8 && p.lexical_weight(0.1, 0.03) < 0.25);
+/// // One tool's vector standing well clear of the next moves the weight towards the vectors.
+/// assert!(p.lexical_weight(0.5, 0.15) < p.lexical_weight(0.5, 0.0));
+/// assert_eq!(HybridPolicy::fixed(0.6).lexical_weight(3.0, 0.2), 0.6);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,10 +55,10 @@ pub struct HybridPolicy {
     /// How many of each ranking's best are fused. Default 40.
     pub depth: usize,
     /// The lexical side's share of the fused score when BM25 explains little of the message
-    /// (0..=1); the dense side has the rest. Default 0.2.
+    /// and the vectors single one tool out (0..=1); the dense side has the rest. Default 0.2.
     pub min_lexical_weight: f32,
-    /// The lexical side's share when BM25 explains much of it (`min_lexical_weight..=1`).
-    /// Default 0.85.
+    /// The lexical side's share when BM25 explains much of it and the vectors hesitate
+    /// (`min_lexical_weight..=1`). Default 0.85.
     pub max_lexical_weight: f32,
     /// The BM25 evidence (the best tool's score per word of the message) at which the weight
     /// is halfway between the two. Default 0.5.
@@ -64,6 +66,13 @@ pub struct HybridPolicy {
     /// How quickly the weight moves from one end to the other around the midpoint (> 0).
     /// Default 0.1.
     pub evidence_scale: f32,
+    /// The dense evidence (how far the nearest tool's cosine stands above the second's) that
+    /// leaves the weight where the BM25 evidence puts it; a wider gap moves it towards the
+    /// vectors, a narrower one towards BM25. Default 0.03.
+    pub separation_midpoint: f32,
+    /// How many cosine units of that gap move the curve as far as `evidence_scale` of BM25
+    /// evidence does (> 0; `f32::INFINITY` leaves the dense evidence out). Default 0.1.
+    pub separation_scale: f32,
 }
 
 impl Default for HybridPolicy {
@@ -74,6 +83,8 @@ impl Default for HybridPolicy {
             max_lexical_weight: 0.85,
             evidence_midpoint: 0.5,
             evidence_scale: 0.1,
+            separation_midpoint: 0.03,
+            separation_scale: 0.1,
         }
     }
 }
@@ -94,16 +105,21 @@ impl HybridPolicy {
     }
 
     /// The lexical side's share of the fused score for a message whose BM25 `evidence` (the
-    /// best tool's score per word of the message) is this: a logistic curve from
-    /// `min_lexical_weight` to `max_lexical_weight`, halfway at `evidence_midpoint`.
+    /// best tool's score per word of the message) and dense `separation` (the nearest tool's
+    /// cosine minus the second's) are these: a logistic curve from `min_lexical_weight` to
+    /// `max_lexical_weight`, halfway where the evidence is at `evidence_midpoint` and the
+    /// separation at `separation_midpoint`.
     ///
     /// ```
     /// let p = capstore::context::HybridPolicy::default();
-    /// assert!((p.lexical_weight(0.5) - 0.525).abs() < 1e-6);
+    /// assert!((p.lexical_weight(0.5, 0.03) - 0.525).abs() < 1e-6);
+    /// // A separation one scale wider shifts the curve as much as one scale less evidence.
+    /// assert!((p.lexical_weight(0.5, 0.13) - p.lexical_weight(0.4, 0.03)).abs() < 1e-6);
     /// ```
-    pub fn lexical_weight(&self, evidence: f32) -> f32 {
+    pub fn lexical_weight(&self, evidence: f32, separation: f32) -> f32 {
         let (lo, hi) = (self.min_lexical_weight, self.max_lexical_weight);
-        let x = (evidence - self.evidence_midpoint) / self.evidence_scale;
+        let x = (evidence - self.evidence_midpoint) / self.evidence_scale
+            - (separation - self.separation_midpoint) / self.separation_scale;
         lo + (hi - lo) / (1.0 + (-x).exp())
     }
 
@@ -135,6 +151,15 @@ impl HybridPolicy {
                 "retrieval.hybrid.evidence_scale",
                 "must be a finite number > 0",
             );
+        }
+        if !self.separation_midpoint.is_finite() {
+            return fail(
+                "retrieval.hybrid.separation_midpoint",
+                "must be a finite number",
+            );
+        }
+        if self.separation_scale.is_nan() || self.separation_scale <= 0.0 {
+            return fail("retrieval.hybrid.separation_scale", "must be > 0");
         }
         Ok(())
     }
