@@ -36,7 +36,8 @@ EVAL OPTIONS:
                               (scripts/minilm.sh fetches it); embeds every tool and query first
     --lexical-weight W        one share of BM25 in the fused score for every query, 0 to 1
                               (0 ranks by the embedder alone; default: 0.2 to 0.85, following
-                              how much of the message BM25 matches)
+                              how much of the message BM25 matches and how clearly the
+                              embedder singles one tool out)
     --depth N                 how many of each ranking's best are fused (default 40)
 CONFIG FLAGS (levers; defaults are the store's own):
     --no-split-identifiers    do not split getWeather / get.weather / v2 into parts

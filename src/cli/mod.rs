@@ -63,7 +63,8 @@ SELECT:
                               (config.json, tokenizer.json, model.safetensors;
                               scripts/minilm.sh fetches them); embeds every tool first
     --lexical-weight W        one share of BM25 in the fused score, 0 to 1 (default: 0.2 to
-                              0.85, following how much of the message BM25 matches)
+                              0.85, following how much of the message BM25 matches and how
+                              clearly the embedder singles one tool out)
     --depth N                 how many of each ranking's best are fused (default 40)
 
 EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
