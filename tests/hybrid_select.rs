@@ -390,11 +390,15 @@ fn hybrid_finds_by_meaning_what_no_word_matches_and_says_why() {
             bm25,
             cosine,
             score,
+            lexical_weight,
             ..
         } => {
             assert_eq!(*bm25, None);
             assert!(cosine.is_some_and(|c| c > 0.9), "{cosine:?}");
             assert!(*score > 0.0);
+            // The policy's one weight, and the score it makes: the dense side's share alone.
+            assert_eq!(*lexical_weight, 0.5);
+            assert!(*score <= 0.5 + 1e-6, "{score}");
         }
         other => panic!("{other:?}"),
     }
@@ -462,6 +466,7 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
     let store = store();
     embed_missing(&store, &Topics).expect("embed");
     let snap = store.snapshot();
+    // The first tool sent, and the lexical weight its reason reports.
     let first = |policy: HybridPolicy, vector: Vec<f32>| {
         let policy = SelectionPolicy {
             retrieval: Retrieval::Hybrid(policy),
@@ -473,7 +478,11 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
         // "send" matches send_email by word; the vector says what the message means.
         let turn = Turn::new("send pay").with_query_vector(vector);
         let selection = builder.select(&snap, &turn).expect("select");
-        selection.keys().next().map(str::to_string)
+        let tool = selection.tools.first().expect("a tool");
+        match tool.reasons.first() {
+            Some(Reason::Hybrid { lexical_weight, .. }) => (tool.key.to_string(), *lexical_weight),
+            other => panic!("{other:?}"),
+        }
     };
     // The BM25 evidence left neutral, so only the separation moves the weight.
     let policy = HybridPolicy {
@@ -483,21 +492,21 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
     let invoice = vec![1.0, 0.0, 0.0, 0.0, 0.0];
     let invoice_or_weather = vec![1.0, 1.0, 0.0, 0.0, 0.0];
     // Clear of the rest (separation ~1): the weight falls to ~0.21, the vectors' tool wins.
-    assert_eq!(
-        first(policy, invoice.clone()).as_deref(),
-        Some("create_invoice")
-    );
+    let (tool, weight) = first(policy, invoice.clone());
+    assert_eq!(tool, "create_invoice");
+    assert!((0.2..0.22).contains(&weight), "{weight}");
     // Two tools at the same cosine (separation ~0): the weight is ~0.57, BM25's tool wins.
-    assert_eq!(
-        first(policy, invoice_or_weather).as_deref(),
-        Some("send_email")
-    );
+    let (tool, weight) = first(policy, invoice_or_weather);
+    assert_eq!(tool, "send_email");
+    assert!((0.56..0.58).contains(&weight), "{weight}");
     // Without the separation the weight sits at 0.525 whatever the vectors say.
     let blind = HybridPolicy {
         separation_scale: f32::INFINITY,
         ..policy
     };
-    assert_eq!(first(blind, invoice).as_deref(), Some("send_email"));
+    let (tool, weight) = first(blind, invoice);
+    assert_eq!(tool, "send_email");
+    assert!((weight - 0.525).abs() < 1e-6, "{weight}");
 }
 
 #[test]

@@ -219,11 +219,14 @@ pub(crate) fn describe(reason: &Reason) -> String {
             score,
             bm25,
             cosine,
+            lexical_weight,
             ..
         } => {
             let bm25 = bm25.map_or("-".into(), |s| format!("{s:.2}"));
             let cosine = cosine.map_or("-".into(), |c| format!("{c:.3}"));
-            format!("hybrid {score:.2} (BM25 {bm25}, cosine {cosine})")
+            format!(
+                "hybrid {score:.2} (BM25 {bm25}, cosine {cosine}, lexical weight {lexical_weight:.2})"
+            )
         }
         Reason::Skill { skill, score } => format!("skill {skill} matched ({score:.2})"),
         Reason::DependencyOf { skill, dependency } => {

@@ -603,6 +603,7 @@ impl ContextBuilder {
                 score: hit.score,
                 bm25: hit.bm25,
                 cosine: hit.cosine,
+                lexical_weight: hit.lexical_weight,
             };
             match self.below_thresholds(hit.score, best) {
                 Some(reason) => dropped.push(Dropped {

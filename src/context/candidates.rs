@@ -63,6 +63,7 @@ pub(super) enum Why<'a> {
         score: f32,
         bm25: Option<f32>,
         cosine: Option<f32>,
+        lexical_weight: f32,
     },
     Skill {
         skill: &'a Arc<str>,
@@ -118,10 +119,12 @@ impl Why<'_> {
                 score,
                 bm25,
                 cosine,
+                lexical_weight,
             } => Reason::Hybrid {
                 score,
                 bm25,
                 cosine,
+                lexical_weight,
                 explanation: bm25.and_then(|_| explainer.explain(key)),
             },
             Why::Skill { skill, score } => Reason::Skill {

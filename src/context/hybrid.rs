@@ -21,6 +21,8 @@ pub(super) struct FusedHit<'a> {
     pub score: f32,
     pub bm25: Option<f32>,
     pub cosine: Option<f32>,
+    /// The lexical side's share of the fused score, the same for every tool of the turn.
+    pub lexical_weight: f32,
 }
 
 /// The turn's message vector: the turn's own, if the caller made it (checked for length), else
@@ -72,6 +74,7 @@ pub(super) fn fuse<'a>(
             score: w * relative(hit.score, 0.0, best_bm25),
             bm25: Some(hit.score),
             cosine: None,
+            lexical_weight: w,
         });
     }
     for (key, cosine) in dense {
@@ -89,6 +92,7 @@ pub(super) fn fuse<'a>(
                 score: share,
                 bm25: None,
                 cosine: Some(cosine),
+                lexical_weight: w,
             }),
         }
     }

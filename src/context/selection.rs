@@ -51,6 +51,10 @@ pub enum Reason {
         /// Its cosine similarity with the message, if the dense side ranked it among the fused.
         #[serde(skip_serializing_if = "Option::is_none")]
         cosine: Option<f32>,
+        /// The lexical side's share of the fused score this turn (the dense side has the rest):
+        /// `score` is this times BM25 relative to its best, plus the rest times the cosine
+        /// relative to the dense side's range ([hybrid retrieval](super#hybrid-retrieval)).
+        lexical_weight: f32,
         /// Each query term's BM25 contribution (when the policy asks for explanations).
         #[serde(skip_serializing_if = "Option::is_none")]
         explanation: Option<Box<Explanation>>,
