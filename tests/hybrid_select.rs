@@ -360,6 +360,13 @@ fn embedder_failures_are_typed_and_store_nothing() {
             },
             "separation_scale",
         ),
+        (
+            HybridPolicy {
+                separation_scale: f32::INFINITY,
+                ..d
+            },
+            "separation_scale",
+        ),
     ] {
         let policy = SelectionPolicy {
             retrieval: Retrieval::Hybrid(bad),
@@ -499,9 +506,9 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
     let (tool, weight) = first(policy, invoice_or_weather);
     assert_eq!(tool, "send_email");
     assert!((0.56..0.58).contains(&weight), "{weight}");
-    // Without the separation the weight sits at 0.525 whatever the vectors say.
+    // With the separation left out the weight sits at 0.525 whatever the vectors say.
     let blind = HybridPolicy {
-        separation_scale: f32::INFINITY,
+        separation_scale: 1e9,
         ..policy
     };
     let (tool, weight) = first(blind, invoice);

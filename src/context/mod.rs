@@ -72,7 +72,8 @@
 //!    whose scores run higher, set [`HybridPolicy::fixed`] or move `evidence_midpoint`.
 //! 4. The fused ranking takes the place of the BM25 hits in the rest of the selection: score
 //!    thresholds apply to the fused score, and each tool's [`Reason::Hybrid`] carries the fused
-//!    score, the BM25 score (with its explanation) and the cosine, either possibly absent.
+//!    score, the BM25 score (with its explanation) and the cosine, either possibly absent, and
+//!    the turn's lexical weight `w`.
 //!
 //! Deterministic for the same snapshot and turn: the scan and the fusion break ties by key.
 //! Cost: the message's embedding (milliseconds, the model's) and a scan of every vector

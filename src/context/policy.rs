@@ -71,7 +71,8 @@ pub struct HybridPolicy {
     /// vectors, a narrower one towards BM25. Default 0.03.
     pub separation_midpoint: f32,
     /// How many cosine units of that gap move the curve as far as `evidence_scale` of BM25
-    /// evidence does (> 0; `f32::INFINITY` leaves the dense evidence out). Default 0.1.
+    /// evidence does (finite, > 0; a large value such as `1e9` leaves the dense evidence out).
+    /// Default 0.1.
     pub separation_scale: f32,
 }
 
@@ -158,8 +159,11 @@ impl HybridPolicy {
                 "must be a finite number",
             );
         }
-        if self.separation_scale.is_nan() || self.separation_scale <= 0.0 {
-            return fail("retrieval.hybrid.separation_scale", "must be > 0");
+        if !(self.separation_scale.is_finite() && self.separation_scale > 0.0) {
+            return fail(
+                "retrieval.hybrid.separation_scale",
+                "must be a finite number > 0",
+            );
         }
         Ok(())
     }
