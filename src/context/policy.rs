@@ -141,29 +141,32 @@ impl HybridPolicy {
                 "must be between min_lexical_weight and 1",
             );
         }
-        if !self.evidence_midpoint.is_finite() {
-            return fail(
+        // The curve's midpoints may be any number, its scales must be positive.
+        let curve = [
+            (
                 "retrieval.hybrid.evidence_midpoint",
-                "must be a finite number",
-            );
-        }
-        if !(self.evidence_scale.is_finite() && self.evidence_scale > 0.0) {
-            return fail(
-                "retrieval.hybrid.evidence_scale",
-                "must be a finite number > 0",
-            );
-        }
-        if !self.separation_midpoint.is_finite() {
-            return fail(
+                self.evidence_midpoint,
+                false,
+            ),
+            ("retrieval.hybrid.evidence_scale", self.evidence_scale, true),
+            (
                 "retrieval.hybrid.separation_midpoint",
-                "must be a finite number",
-            );
-        }
-        if !(self.separation_scale.is_finite() && self.separation_scale > 0.0) {
-            return fail(
+                self.separation_midpoint,
+                false,
+            ),
+            (
                 "retrieval.hybrid.separation_scale",
-                "must be a finite number > 0",
-            );
+                self.separation_scale,
+                true,
+            ),
+        ];
+        for (field, value, scale) in curve {
+            if !value.is_finite() {
+                return fail(field, "must be a finite number");
+            }
+            if scale && value <= 0.0 {
+                return fail(field, "must be > 0");
+            }
         }
         Ok(())
     }
