@@ -66,14 +66,20 @@ fn store() -> Store {
     store
 }
 
-fn hybrid(lexical_weight: f32) -> ContextBuilder {
+/// A builder fusing by `policy`, with the `Topics` embedder.
+fn hybrid_with(policy: HybridPolicy) -> ContextBuilder {
     let policy = SelectionPolicy {
-        retrieval: Retrieval::Hybrid(HybridPolicy::fixed(lexical_weight)),
+        retrieval: Retrieval::Hybrid(policy),
         ..SelectionPolicy::default()
     };
     ContextBuilder::with_policy(policy)
         .expect("policy")
         .with_embedder(Arc::new(Topics))
+}
+
+/// A builder fusing with one lexical weight for every message.
+fn hybrid(lexical_weight: f32) -> ContextBuilder {
+    hybrid_with(HybridPolicy::fixed(lexical_weight))
 }
 
 #[test]
@@ -475,16 +481,9 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
     let snap = store.snapshot();
     // The first tool sent, and the lexical weight its reason reports.
     let first = |policy: HybridPolicy, vector: Vec<f32>| {
-        let policy = SelectionPolicy {
-            retrieval: Retrieval::Hybrid(policy),
-            ..SelectionPolicy::default()
-        };
-        let builder = ContextBuilder::with_policy(policy)
-            .expect("policy")
-            .with_embedder(Arc::new(Topics));
         // "send" matches send_email by word; the vector says what the message means.
         let turn = Turn::new("send pay").with_query_vector(vector);
-        let selection = builder.select(&snap, &turn).expect("select");
+        let selection = hybrid_with(policy).select(&snap, &turn).expect("select");
         let tool = selection.tools.first().expect("a tool");
         match tool.reasons.first() {
             Some(Reason::Hybrid { lexical_weight, .. }) => (tool.key.to_string(), *lexical_weight),
