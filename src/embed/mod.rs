@@ -12,16 +12,20 @@
 //! What it costs: nothing, unless a selection policy asks for hybrid retrieval. Embedding is
 //! slow next to everything else capstore does (milliseconds a text, where a lexical selection
 //! takes microseconds), so it never runs inside a write transaction or a snapshot read: tools are
-//! embedded before their commit, and a turn's message before its selection.
+//! embedded before their commit, and a turn's message before its selection. A process that
+//! starts often (a CLI, a short-lived agent) can wrap its model in a [`VectorCache`], a file of
+//! the vectors already made, and embed only the tools whose text changed since the last run.
 
 use std::fmt;
 
 #[cfg(feature = "minilm")]
 mod bert;
+mod cache;
 #[cfg(feature = "minilm")]
 mod minilm;
 mod vectors;
 
+pub use cache::VectorCache;
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
 pub use vectors::{DenseHit, EmbedReport, ToolVector, embed_missing, embedding_text, nearest};
@@ -96,6 +100,14 @@ pub enum EmbedError {
         /// What came back.
         got: String,
     },
+    /// A [`VectorCache`]'s file could not be read or written, or holds something else than
+    /// this model's vectors.
+    Cache {
+        /// The cache file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl fmt::Display for EmbedError {
@@ -108,6 +120,7 @@ impl fmt::Display for EmbedError {
             EmbedError::Shape { expected, got } => {
                 write!(f, "the embedder returned {got}, expected {expected}")
             }
+            EmbedError::Cache { path, reason } => write!(f, "the vector cache {path}: {reason}"),
         }
     }
 }
