@@ -851,7 +851,64 @@ fn eval_runs_conversations_with_the_embedder() {
     ]);
     assert_eq!(
         error,
-        "capstore: --lexical-weight and --depth need --embedder DIR"
+        "capstore: --lexical-weight, --depth and --vector-cache need --embedder DIR"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `select --embedder DIR --vector-cache FILE`: the first run embeds the bundled catalog's
+/// tools and writes them to FILE, the second reads every one back and embeds none, and both
+/// select what a run without the cache does. A file that is not a vector cache is an error naming it, and is left
+/// as it was.
+#[test]
+fn select_keeps_the_tools_vectors_in_the_vector_cache() {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-vectors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cache = dir.join("tools.vectors");
+    let _ = std::fs::remove_file(&cache);
+    let model = minilm_dir::model_dir();
+    let args = [
+        "select",
+        "what VMs have we got in eu-west-1?",
+        "--embedder",
+        model.to_str().expect("utf-8"),
+        "--vector-cache",
+        cache.to_str().expect("utf-8"),
+    ];
+    let total = store_counts(&bundled_store().0).0;
+    let (first, first_log) = ok(&args);
+    assert!(
+        first_log.contains(&format!(
+            "0 read from the vector cache {}, {total} made by the model",
+            cache.display()
+        )),
+        "{first_log}"
+    );
+    let (second, second_log) = ok(&args);
+    assert!(
+        second_log.contains(&format!(
+            "({total} read from the vector cache {}, 0 made by the model)",
+            cache.display()
+        )),
+        "{second_log}"
+    );
+    assert_eq!(table_tools(&second), table_tools(&first));
+    // The vectors read back select what freshly made ones do.
+    let (fresh, _) = ok(&args[..4]);
+    assert_eq!(table_tools(&second), table_tools(&fresh));
+
+    std::fs::write(&cache, "not vectors").expect("write");
+    let error = fails(&args);
+    assert!(
+        error.starts_with(&format!(
+            "capstore: the vector cache {}: not a capstore vector cache",
+            cache.display()
+        )),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cache).expect("read"),
+        "not vectors"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

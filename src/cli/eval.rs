@@ -15,8 +15,9 @@ const HELP: &str = "\
 USAGE:
     capstore eval --tools FILE --queries FILE [OPTIONS]
     capstore eval --tools FILE --queries FILE --embedder DIR [--lexical-weight W] [--depth N]
+                  [--vector-cache FILE]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
-                  [--embedder DIR [--lexical-weight W] [--depth N]]
+                  [--embedder DIR [--lexical-weight W] [--depth N] [--vector-cache FILE]]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --conversations FILE      scripted conversations, one JSON object a line; tools from the
@@ -39,6 +40,9 @@ EVAL OPTIONS:
                               how much of the message BM25 matches and how clearly the
                               embedder singles one tool out)
     --depth N                 how many of each ranking's best are fused (default 40)
+    --vector-cache FILE       keep the vectors of the tools and queries in FILE (created if
+                              missing): a second run embeds nothing. With --conversations,
+                              the tools' only
 CONFIG FLAGS (levers; defaults are the store's own):
     --no-split-identifiers    do not split getWeather / get.weather / v2 into parts
     --no-stop-words           keep function words
@@ -148,11 +152,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         retrieval,
         ..args.config.clone()
     };
-    let report = match embedder {
-        Some(embedder) => run_with_embedder(&tools, &queries, &config, embedder),
+    let report = match &embedder {
+        // A benchmark's queries are kept in the cache with its tools: a second run embeds
+        // nothing.
+        Some(embedding) => run_with_embedder(&tools, &queries, &config, embedding.cached()),
         None => run_eval(&tools, &queries, &config),
     }
     .map_err(|e| e.to_string())?;
+    if let Some(embedding) = &embedder {
+        embedding.save()?;
+    }
     if let Some(path) = &args.run_out {
         write_jsonl(path, &report.runs).map_err(|e| format!("{path}: {e}"))?;
     }
@@ -264,9 +273,9 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
         policy.retrieval = retrieval;
     }
     let mut builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
-    if let Some(embedder) = embedder {
-        super::hybrid::embed_tools(&loaded.store, embedder.as_ref())?;
-        builder = builder.with_embedder(embedder);
+    if let Some(embedding) = embedder {
+        embedding.embed_tools(&loaded.store)?;
+        builder = builder.with_embedder(embedding.model());
     }
     let report = run_conversations(&loaded.store.snapshot(), &builder, &conversations)
         .map_err(|e| e.to_string())?;

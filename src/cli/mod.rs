@@ -32,7 +32,7 @@ capstore: an agent's tools in a snapshot-versioned store, selected by BM25
 
 USAGE:
     capstore select \"MESSAGE\" [SOURCE] [--max-tools N] [--explain] [--json [--provider P] [--defer]]
-                    [--embedder DIR [--lexical-weight W] [--depth N]]
+                    [--embedder DIR [--lexical-weight W] [--depth N] [--vector-cache FILE]]
     capstore explain TOOL \"MESSAGE\" [SOURCE]
     capstore stats [SOURCE]
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
@@ -66,6 +66,9 @@ SELECT:
                               0.85, following how much of the message BM25 matches and how
                               clearly the embedder singles one tool out)
     --depth N                 how many of each ranking's best are fused (default 40)
+    --vector-cache FILE       keep the tools' vectors in FILE (created if missing): the next
+                              run embeds only the tools whose text changed. The message is
+                              not written to it
 
 EXPLAIN: why TOOL (qualified `source/name`, or its exported name) was or was not selected.
 STATS:   what the catalog holds and what its index costs.

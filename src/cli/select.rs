@@ -8,7 +8,7 @@ use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, est
 use capstore::provider::{Provider, ToolExport};
 
 use super::args::{Args, SourceArgs, number, unknown};
-use super::hybrid::{HybridArgs, embed_tools};
+use super::hybrid::HybridArgs;
 use super::source::{self, Loaded};
 
 struct SelectArgs {
@@ -87,9 +87,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     policy.explain = args.explain;
     policy.retrieval = retrieval;
     let mut builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
-    if let Some(embedder) = embedder {
-        embed_tools(&loaded.store, embedder.as_ref())?;
-        builder = builder.with_embedder(embedder);
+    if let Some(embedding) = embedder {
+        embedding.embed_tools(&loaded.store)?;
+        builder = builder.with_embedder(embedding.model());
     }
     let snap = loaded.store.snapshot();
     let turn = Turn::new(args.message.clone());
