@@ -216,6 +216,9 @@ fn print_report(args: &EvalArgs, c: &EvalConfig, tools: usize, report: &EvalRepo
             e.queries_time.as_secs_f64(),
             e.queries_per_second()
         );
+        if let Some(cache) = args.hybrid.cache() {
+            say!("  (through the vector cache {cache}: only texts new to it ran the model)");
+        }
     }
     say!(
         "selection: {:.0} queries/s ({:.2} s)",

@@ -47,6 +47,11 @@ impl HybridArgs {
         Ok(true)
     }
 
+    /// The vector cache's file (`--vector-cache`), if one was given.
+    pub(crate) fn cache(&self) -> Option<&str> {
+        self.cache.as_deref()
+    }
+
     /// The retrieval these flags ask for, and the embedder it needs, loaded (`None` without
     /// `--embedder`), with its vector cache read.
     pub(crate) fn load(&self) -> Result<(Retrieval, Option<Embedding>), String> {
@@ -111,15 +116,13 @@ impl Embedding {
         let report = embed_missing(store, self.cached().as_ref()).map_err(|e| e.to_string())?;
         let took = started.elapsed().as_secs_f64();
         match &self.cache {
-            Some(cache) => {
-                let made = cache.len() - cached_before;
-                super::source::progress(&format!(
-                    "embedded {} tools in {took:.1} s ({} read from the vector cache {}, {made} made by the model)",
-                    report.embedded,
-                    report.embedded.saturating_sub(made),
-                    cache.path().display(),
-                ));
-            }
+            // Texts, not tools: two tools with one text share a vector.
+            Some(cache) => super::source::progress(&format!(
+                "embedded {} tools in {took:.1} s ({} texts new to the vector cache {})",
+                report.embedded,
+                cache.len() - cached_before,
+                cache.path().display(),
+            )),
             None => super::source::progress(&format!(
                 "embedded {} tools in {took:.1} s (--vector-cache FILE keeps them for the next run)",
                 report.embedded
