@@ -215,3 +215,54 @@ pub fn mcp_list(data: &[u8]) {
         "tools left after remove_server"
     );
 }
+
+/// The embedder a fuzzed vector cache file is opened for: model `fuzz`, two numbers a text.
+pub struct TwoNumbers;
+
+impl capstore::embed::Embedder for TwoNumbers {
+    fn model_id(&self) -> &str {
+        "fuzz"
+    }
+    fn dimensions(&self) -> usize {
+        2
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, capstore::embed::EmbedError> {
+        Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+    }
+}
+
+/// Arbitrary bytes as a vector cache file (`embed::VectorCache`) for [`TwoNumbers`]: opening
+/// it gives the cache or `EmbedError::Cache`, no panic and no other error, and a refused file
+/// is left as it was; a file that opens takes a new text, saves, and opens again holding one
+/// text more (what the cache writes, it reads).
+pub fn vector_cache(data: &[u8]) {
+    use capstore::embed::{EmbedError, Embedder, VectorCache};
+    use std::sync::Arc;
+
+    let dir = std::env::temp_dir().join(format!("capstore-fuzz-vectors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let file =
+        dir.join(format!("{:?}.vectors", std::thread::current().id()).replace(['(', ')'], ""));
+    std::fs::write(&file, data).expect("write the input");
+    let cache = match VectorCache::open(Arc::new(TwoNumbers), &file) {
+        Ok(cache) => cache,
+        Err(EmbedError::Cache { .. }) => {
+            assert_eq!(
+                std::fs::read(&file).expect("read"),
+                data,
+                "a refused file changed"
+            );
+            return;
+        }
+        Err(other) => panic!("not a cache error: {other:?}"),
+    };
+    let held = cache.len();
+    let new = "\u{0}a text no fuzzed file holds\u{0}";
+    let known = cache.embed(&[new]).expect("embed");
+    assert_eq!(known, [vec![new.len() as f32, 1.0]]);
+    cache.save().expect("save");
+    let again = VectorCache::open(Arc::new(TwoNumbers), &file).expect("what was saved opens");
+    assert_eq!(again.len(), held + 1, "one text more");
+    assert_eq!(again.embed(&[new]).expect("cached"), known);
+    let _ = std::fs::remove_file(&file);
+}

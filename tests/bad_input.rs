@@ -752,7 +752,7 @@ fn fuzz_regression_corpus_replays_cleanly() {
     assert!(replayed >= 3);
 }
 
-// The loaders' fuzz targets (`catalog`, `mcp_list`), replayed on their corpora.
+// The loaders' fuzz targets (`catalog`, `mcp_list`, `vector_cache`), replayed on their corpora.
 
 #[test]
 fn loader_fuzz_regression_corpus_replays_cleanly() {
@@ -760,6 +760,7 @@ fn loader_fuzz_regression_corpus_replays_cleanly() {
     for (target, replay) in [
         ("catalog", fuzz_checks::catalog as fn(&[u8])),
         ("mcp_list", fuzz_checks::mcp_list),
+        ("vector_cache", fuzz_checks::vector_cache),
     ] {
         let files = corpus(target);
         assert!(!files.is_empty(), "no corpus for {target}");

@@ -236,7 +236,10 @@ fn a_file_that_is_not_this_models_cache_is_refused_and_left_alone() {
         "holds vectors of 8 numbers, the model makes 4",
     );
     for (bytes, says) in [
-        (&good[..good.len() - 1], "cut short at byte"),
+        (
+            &good[..good.len() - 1],
+            "damaged: its checksum does not match",
+        ),
         (&good[..10], "not a capstore vector cache"),
         (
             &b"capstore-vectors 1\nhashing-v1"[..],
@@ -252,12 +255,11 @@ fn a_file_that_is_not_this_models_cache_is_refused_and_left_alone() {
         refused(model.clone(), says);
         assert_eq!(std::fs::read(&path).expect("read"), bytes, "left as it was");
     }
-    // The first record ("a text": its length, 6 bytes, 8 numbers) written again at the end.
-    let header = "capstore-vectors 1\nhashing-v1\n8\n".len();
-    let mut twice = good.clone();
-    twice.extend_from_slice(&good[header..header + 4 + 6 + 32]);
-    std::fs::write(&path, &twice).expect("write");
-    refused(model.clone(), "there twice");
+    let mut changed = good.clone();
+    let last = changed.len() - 9; // a byte of the last number, before the checksum
+    changed[last] ^= 1;
+    std::fs::write(&path, &changed).expect("write");
+    refused(model.clone(), "damaged");
 
     let dir = temp("a-directory");
     std::fs::create_dir_all(&dir).expect("dir");
@@ -330,4 +332,71 @@ fn many_threads_share_one_cache() {
     assert_eq!(cache.len(), 64);
     cache.save().expect("save");
     assert_eq!(VectorCache::open(model, &path).expect("open").len(), 64);
+}
+
+/// The `vector_cache` fuzz target's check (`fuzz/checks.rs`), shared with the fuzzer.
+#[allow(dead_code)]
+#[path = "../fuzz/checks.rs"]
+mod fuzz_checks;
+
+mod mutated_files {
+    use super::fuzz_checks;
+    use capstore::embed::{Embedder, VectorCache};
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    /// A valid cache file for the fuzz check's model, holding `texts`.
+    fn file_of(texts: &[String]) -> Vec<u8> {
+        let path = super::temp(&format!("seed-{:?}.vectors", std::thread::current().id()));
+        let cache = VectorCache::open(Arc::new(fuzz_checks::TwoNumbers), &path).expect("open");
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        cache.embed(&texts).expect("embed");
+        cache.save().expect("save");
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        bytes
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A valid file with bytes overwritten, cut, or inserted: refused with
+        /// `EmbedError::Cache` (its checksum), or, if it opens, saved and reopened; never a
+        /// panic.
+        #[test]
+        fn a_damaged_file_opens_or_is_refused(
+            texts in proptest::collection::vec(".{0,12}", 0..6),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+        ) {
+            let mut bytes = file_of(&texts);
+            for (at, byte, kind) in edits {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = at.index(bytes.len());
+                match kind {
+                    0 => bytes[i] = byte,
+                    1 => bytes.truncate(i),
+                    _ => bytes.insert(i, byte),
+                }
+            }
+            fuzz_checks::vector_cache(&bytes);
+        }
+
+        /// An undamaged file opens holding each distinct text once.
+        #[test]
+        fn a_saved_file_opens_with_every_text(texts in proptest::collection::vec(".{0,12}", 0..6)) {
+            let bytes = file_of(&texts);
+            let path = super::temp(&format!("whole-{:?}.vectors", std::thread::current().id()));
+            std::fs::write(&path, &bytes).expect("write");
+            let cache = VectorCache::open(Arc::new(fuzz_checks::TwoNumbers), &path).expect("opens");
+            let mut distinct = texts.clone();
+            distinct.sort();
+            distinct.dedup();
+            prop_assert_eq!(cache.len(), distinct.len());
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            prop_assert_eq!(cache.embed(&refs).expect("cached"), fuzz_checks::TwoNumbers.embed(&refs).expect("model"));
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }

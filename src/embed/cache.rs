@@ -9,7 +9,8 @@
 //! What it costs: the vectors in memory (4 bytes a number, 1.5 KB a text for a 384-number
 //! model, plus the text), and the file: a header, then each text (length and UTF-8 bytes) and
 //! its numbers as little-endian `f32`, so a vector read back is bit for bit the one the model
-//! made and the selections made with it are the same.
+//! made and the selections made with it are the same; last, a checksum of all of it, so that a
+//! file damaged on disk is refused rather than read as other numbers.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ struct State {
 
 impl VectorCache {
     /// The cache of `embedder`'s vectors kept in the file at `path`: read from it when it
-    /// exists, empty when it does not (the first [`save`](Self::save) creates it).
+    /// exists, empty when it does not or is empty (the first [`save`](Self::save) writes it).
     ///
     /// # Errors
     /// [`EmbedError::Cache`] when the file cannot be read, is not a vector cache, is cut short,
@@ -304,7 +305,8 @@ fn cache_error(path: &Path, reason: String) -> EmbedError {
 }
 
 /// The file's bytes: [`MAGIC`], the model id and the dimensions each on a line, then every
-/// text in order, each as its length (u32, little-endian), its bytes and its numbers.
+/// text in order, each as its length (u32, little-endian), its bytes and its numbers, then the
+/// [`checksum`] of all that (u64, little-endian).
 fn write(vectors: &HashMap<String, Vec<f32>>, embedder: &dyn Embedder) -> Vec<u8> {
     let dims = embedder.dimensions();
     let mut texts: Vec<(&String, &Vec<f32>)> = vectors.iter().collect();
@@ -324,11 +326,24 @@ fn write(vectors: &HashMap<String, Vec<f32>>, embedder: &dyn Embedder) -> Vec<u8
             bytes.extend_from_slice(&x.to_le_bytes());
         }
     }
+    let sum = checksum(&bytes);
+    bytes.extend_from_slice(&sum.to_le_bytes());
     bytes
 }
 
-/// The vectors of a file [`write`] made for `embedder`'s model, or why it is not one.
+/// FNV-1a (64 bits) of `bytes`: not a defence against tampering, a check against damage.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The vectors of a file [`write`] made for `embedder`'s model, or why it is not one. An empty
+/// file (made ready for the cache, say by `mktemp`) is an empty cache.
 fn read(bytes: &[u8], embedder: &dyn Embedder) -> Result<HashMap<String, Vec<f32>>, String> {
+    if bytes.is_empty() {
+        return Ok(HashMap::new());
+    }
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or("not a capstore vector cache (its first line is not `capstore-vectors 1`)")?;
@@ -349,9 +364,19 @@ fn read(bytes: &[u8], embedder: &dyn Embedder) -> Result<HashMap<String, Vec<f32
             embedder.dimensions()
         ));
     }
+    let (records, sum) = rest
+        .split_last_chunk::<8>()
+        .ok_or("cut short after its header")?;
+    let body = bytes.len() - rest.len() + records.len();
+    if checksum(bytes.get(..body).unwrap_or_default()) != u64::from_le_bytes(*sum) {
+        return Err(
+            "damaged: its checksum does not match what it holds (cut short or changed)".into(),
+        );
+    }
+    rest = records;
     let mut vectors = HashMap::new();
     while !rest.is_empty() {
-        let at = bytes.len() - rest.len();
+        let at = body - rest.len();
         let cut = || format!("cut short at byte {at}");
         let (length, after) = rest.split_first_chunk::<4>().ok_or_else(cut)?;
         let length = usize::try_from(u32::from_le_bytes(*length)).map_err(|_| cut())?;
@@ -423,17 +448,48 @@ mod tests {
     }
 
     #[test]
-    fn every_cut_of_a_file_is_refused_not_misread() {
+    fn every_cut_or_changed_byte_is_refused_not_misread() {
         let bytes = write(&sample(), &Toy);
-        let header = MAGIC.len() + "toy\n3\n".len();
-        let ends = [header, header + 4 + 12]; // the header; the empty text's record
-        for end in 0..bytes.len() {
+        // An empty file is an empty cache; any other cut is refused.
+        assert_eq!(read(&[], &Toy), Ok(HashMap::new()));
+        for end in 1..bytes.len() {
             let read = read(&bytes[..end], &Toy);
-            if ends.contains(&end) {
-                assert!(read.is_ok(), "a whole record ends at {end}");
-            } else {
-                assert!(read.is_err(), "cut at {end} read as {read:?}");
-            }
+            assert!(read.is_err(), "cut at {end} read as {read:?}");
         }
+        for at in 0..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[at] ^= 0x10;
+            let read = read(&changed, &Toy);
+            assert!(read.is_err(), "byte {at} changed, read as {read:?}");
+        }
+    }
+
+    /// A file whose checksum holds but whose records do not (made by hand, not by `write`).
+    #[test]
+    fn records_are_checked_even_under_a_good_checksum() {
+        let sealed = |body: Vec<u8>| {
+            let mut bytes = body.clone();
+            bytes.extend_from_slice(&checksum(&body).to_le_bytes());
+            bytes
+        };
+        let header = [MAGIC, b"toy\n3\n"].concat();
+        let record = [&1u32.to_le_bytes()[..], b"a", &[0; 12]].concat();
+        let twice = sealed([header.clone(), record.clone(), record.clone()].concat());
+        assert_eq!(
+            read(&twice, &Toy).unwrap_err(),
+            format!(
+                "the text at byte {} is there twice",
+                header.len() + record.len()
+            )
+        );
+        let cut = sealed([header.clone(), record[..7].to_vec()].concat());
+        assert!(
+            read(&cut, &Toy)
+                .unwrap_err()
+                .starts_with("cut short at byte")
+        );
+        let not_utf8 = sealed([header.clone(), vec![1, 0, 0, 0, 0xff], vec![0; 12]].concat());
+        assert!(read(&not_utf8, &Toy).unwrap_err().ends_with("is not UTF-8"));
+        assert_eq!(read(&sealed(header), &Toy), Ok(HashMap::new()));
     }
 }
