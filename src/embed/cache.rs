@@ -315,8 +315,8 @@ fn write(vectors: &HashMap<String, Vec<f32>>, embedder: &dyn Embedder) -> Vec<u8
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(format!("{}\n{dims}\n", embedder.model_id()).as_bytes());
     for (text, vector) in texts {
-        // A text longer than 4 GB is not one a model reads; `open` refuses what it cannot
-        // have written, so such a text is left out rather than cut.
+        // A length must fit in 4 bytes: a text of 4 GB or more (no model reads one) stays in
+        // memory but is not written, rather than written cut.
         let Ok(length) = u32::try_from(text.len()) else {
             continue;
         };
