@@ -10,7 +10,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::Tool;
 use crate::bm25::{HashedQuery, KeyHit};
-use crate::embed::Embedder;
+use crate::embed::{Embedder, NearestCache};
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
@@ -55,6 +55,9 @@ pub struct ContextBuilder {
     policy: SelectionPolicy,
     /// The model hybrid retrieval embeds the turn's message with.
     embedder: Option<Arc<dyn Embedder>>,
+    /// Hybrid retrieval's nearest-vector search, which lays out the vectors of a table state
+    /// searched more than once; shared by the builder's clones.
+    nearest: Arc<NearestCache>,
 }
 
 impl fmt::Debug for ContextBuilder {
@@ -99,7 +102,7 @@ impl ContextBuilder {
         policy.validate()?;
         Ok(ContextBuilder {
             policy,
-            embedder: None,
+            ..ContextBuilder::default()
         })
     }
 
@@ -221,8 +224,12 @@ impl ContextBuilder {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
                 let vector = query_vector(embedder, turn)?;
+                let model = embedder.model_id();
+                let dense = self
+                    .nearest
+                    .nearest_keys(snapshot, model, &vector, hybrid.depth)?;
                 let words = turn.message.unicode_words().count();
-                Some(fuse(snapshot, embedder, &vector, words, &hits, &hybrid, k)?)
+                Some(fuse(&hits, dense, words, &hybrid, k))
             }
             None => None,
         };

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
-use crate::store::Snapshot;
 
 use super::error::SelectError;
 use super::policy::HybridPolicy;
@@ -42,18 +41,16 @@ pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f
     }
 }
 
-/// The best `k` of the fusion of `lexical` (BM25 hits, best first) and the `policy.depth`
-/// nearest vectors to `query`, best first, ties by key; the message has `words` words.
+/// The best `k` of the fusion of `lexical` (BM25 hits, best first) and `dense` (the
+/// `policy.depth` nearest vectors to the message's, best first), best first, ties by key; the
+/// message has `words` words.
 pub(super) fn fuse<'a>(
-    snapshot: &'a Snapshot,
-    embedder: &dyn Embedder,
-    query: &[f32],
-    words: usize,
     lexical: &[KeyHit<'a>],
+    dense: Vec<(&'a Arc<str>, f32)>,
+    words: usize,
     policy: &HybridPolicy,
     k: usize,
-) -> Result<Vec<FusedHit<'a>>, SelectError> {
-    let dense = embed::nearest_keys(snapshot, embedder.model_id(), query, policy.depth)?;
+) -> Vec<FusedHit<'a>> {
     let lexical = lexical
         .get(..policy.depth.min(lexical.len()))
         .unwrap_or_default();
@@ -98,7 +95,7 @@ pub(super) fn fuse<'a>(
     }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(b.key)));
     fused.truncate(k);
-    Ok(fused)
+    fused
 }
 
 /// Where `score` stands between `floor` (0) and `best` (1); 1 when they are equal.

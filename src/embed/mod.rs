@@ -29,7 +29,7 @@ pub use cache::VectorCache;
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
 pub use vectors::{DenseHit, EmbedReport, ToolVector, embed_missing, embedding_text, nearest};
-pub(crate) use vectors::{check_shape, nearest_keys, schema as vectors_schema};
+pub(crate) use vectors::{NearestCache, check_shape, schema as vectors_schema};
 
 /// A model that turns texts into vectors of a fixed size.
 ///

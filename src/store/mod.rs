@@ -80,8 +80,8 @@ pub use txn::{CommitInfo, Savepoint, WriteTxn};
 pub use watch::{WatchSet, Watcher};
 
 use notify::Notifier;
-pub(crate) use schema::BUILTIN_SCHEMA;
 use schema::TableDef;
+pub(crate) use schema::{BUILTIN_SCHEMA, Row};
 use snapshot::Schema;
 use table::TableState;
 use watch::WatchState;
