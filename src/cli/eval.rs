@@ -42,7 +42,7 @@ EVAL OPTIONS:
     --depth N                 how many of each ranking's best are fused (default 40)
     --vector-cache FILE       keep the vectors of the tools and queries in FILE (created if
                               missing): a second run embeds nothing. With --conversations,
-                              the tools' only
+                              only the tools' vectors are kept
 CONFIG FLAGS (levers; defaults are the store's own):
     --no-split-identifiers    do not split getWeather / get.weather / v2 into parts
     --no-stop-words           keep function words

@@ -95,7 +95,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let turn = Turn::new(args.message.clone());
     let selection = builder.select(&snap, &turn).map_err(|e| e.to_string())?;
     // Timed on a second, identical selection: the first also pays for one-off set-up (the
-    // per-thread search scratch), which an agent loop pays once.
+    // per-thread search scratch), which an agent loop pays once. (With --embedder this one
+    // also lays the vectors out for later turns, and is timed with that.)
     let started = Instant::now();
     let again = builder.select(&snap, &turn).map_err(|e| e.to_string())?;
     let took = started.elapsed();
