@@ -283,11 +283,21 @@ pub(crate) fn nearest_keys<'s>(
     query: &[f32],
     k: usize,
 ) -> Result<Vec<(&'s Arc<str>, f32)>, StoreError> {
-    let vectors = snapshot
-        .iter(&VECTORS)?
-        .filter(|(_, row)| row.vector.len() == query.len() && *row.model == *model)
-        .map(|(key, row)| (key, &*row.vector));
+    let vectors = vectors_of(snapshot, model, query.len())?;
     Ok(top_k(vectors, &normalized(query.to_vec()), k))
+}
+
+/// The vectors of `snapshot` made by `model` with `dims` numbers, with their keys, in key
+/// order: what both scans read (the others are passed over).
+fn vectors_of<'s>(
+    snapshot: &'s Snapshot,
+    model: &str,
+    dims: usize,
+) -> Result<impl Iterator<Item = (&'s Arc<str>, &'s [f32])>, StoreError> {
+    Ok(snapshot
+        .iter(&VECTORS)?
+        .filter(move |(_, row)| row.vector.len() == dims && *row.model == *model)
+        .map(|(key, row)| (key, &*row.vector)))
 }
 
 /// The vectors of one state of the [`VECTORS`](crate::VECTORS) table, those of one model and
@@ -387,11 +397,9 @@ fn lay_out(snapshot: &Snapshot, model: &str, dims: usize) -> Result<Matrix, Stor
     let (_, state) = snapshot.resolve(&VECTORS)?;
     let mut keys = Vec::new();
     let mut numbers = Vec::new();
-    for (key, row) in snapshot.iter(&VECTORS)? {
-        if row.vector.len() == dims && *row.model == *model {
-            keys.push(Arc::clone(key));
-            numbers.extend_from_slice(&row.vector);
-        }
+    for (key, vector) in vectors_of(snapshot, model, dims)? {
+        keys.push(Arc::clone(key));
+        numbers.extend_from_slice(vector);
     }
     Ok(Matrix {
         rows: state.rows.clone(),
