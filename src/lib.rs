@@ -37,6 +37,7 @@ pub mod embed;
 pub mod eval;
 pub mod events;
 pub mod exec;
+mod fnv;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod hooks;

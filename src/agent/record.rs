@@ -101,12 +101,7 @@ pub fn request_key(request: &ModelRequest) -> String {
 
 fn key_of(messages: &[Message], tools: &[Value]) -> String {
     let text = json!({ "messages": messages, "tools": tools }).to_string();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    format!("{:016x}", crate::fnv::fnv1a_64(text.as_bytes()))
 }
 
 fn user_turns(messages: &[Message]) -> usize {

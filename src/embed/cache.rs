@@ -19,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{EmbedError, Embedder, check_shape};
+use crate::fnv::fnv1a_64;
 
 /// The first line of a cache file: what it is and the format's version.
 const MAGIC: &[u8] = b"capstore-vectors 1\n";
@@ -306,7 +307,7 @@ fn cache_error(path: &Path, reason: String) -> EmbedError {
 
 /// The file's bytes: [`MAGIC`], the model id and the dimensions each on a line, then every
 /// text in order, each as its length (u32, little-endian), its bytes and its numbers, then the
-/// [`checksum`] of all that (u64, little-endian).
+/// FNV-1a (64 bits) of all that, little-endian: a check against damage, not tampering.
 fn write(vectors: &HashMap<String, Vec<f32>>, embedder: &dyn Embedder) -> Vec<u8> {
     let dims = embedder.dimensions();
     let mut texts: Vec<(&String, &Vec<f32>)> = vectors.iter().collect();
@@ -326,16 +327,9 @@ fn write(vectors: &HashMap<String, Vec<f32>>, embedder: &dyn Embedder) -> Vec<u8
             bytes.extend_from_slice(&x.to_le_bytes());
         }
     }
-    let sum = checksum(&bytes);
+    let sum = fnv1a_64(&bytes);
     bytes.extend_from_slice(&sum.to_le_bytes());
     bytes
-}
-
-/// FNV-1a (64 bits) of `bytes`: not a defence against tampering, a check against damage.
-fn checksum(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The vectors of a file [`write`] made for `embedder`'s model, or why it is not one. An empty
@@ -368,7 +362,7 @@ fn read(bytes: &[u8], embedder: &dyn Embedder) -> Result<HashMap<String, Vec<f32
         .split_last_chunk::<8>()
         .ok_or("cut short after its header")?;
     let body = bytes.len() - rest.len() + records.len();
-    if checksum(bytes.get(..body).unwrap_or_default()) != u64::from_le_bytes(*sum) {
+    if fnv1a_64(bytes.get(..body).unwrap_or_default()) != u64::from_le_bytes(*sum) {
         return Err(
             "damaged: its checksum does not match what it holds (cut short or changed)".into(),
         );
@@ -469,7 +463,7 @@ mod tests {
     fn records_are_checked_even_under_a_good_checksum() {
         let sealed = |body: Vec<u8>| {
             let mut bytes = body.clone();
-            bytes.extend_from_slice(&checksum(&body).to_le_bytes());
+            bytes.extend_from_slice(&fnv1a_64(&body).to_le_bytes());
             bytes
         };
         let header = [MAGIC, b"toy\n3\n"].concat();
