@@ -85,8 +85,8 @@ pub struct VectorCache {
 #[derive(Default)]
 struct State {
     vectors: HashMap<String, Vec<f32>>,
-    /// Texts embedded since the file was read or last saved.
-    unsaved: usize,
+    /// Whether a text was embedded since the file was read or last saved.
+    unsaved: bool,
 }
 
 impl VectorCache {
@@ -129,7 +129,7 @@ impl VectorCache {
             path,
             state: Mutex::new(State {
                 vectors,
-                unsaved: 0,
+                unsaved: false,
             }),
         })
     }
@@ -218,7 +218,7 @@ impl VectorCache {
     /// ```
     pub fn save(&self) -> Result<(), EmbedError> {
         let mut state = self.state.lock();
-        if state.unsaved == 0 {
+        if !state.unsaved {
             return Ok(());
         }
         let bytes = write(&state.vectors, self.inner.as_ref());
@@ -232,7 +232,7 @@ impl VectorCache {
             let _ = std::fs::remove_file(&temporary);
             return Err(cache_error(&self.path, e.to_string()));
         }
-        state.unsaved = 0;
+        state.unsaved = false;
         Ok(())
     }
 }
@@ -278,7 +278,7 @@ impl Embedder for VectorCache {
             let mut state = self.state.lock();
             for (text, vector) in missing.iter().zip(made) {
                 if state.vectors.insert((*text).to_string(), vector).is_none() {
-                    state.unsaved += 1;
+                    state.unsaved = true;
                 }
             }
         }
@@ -361,7 +361,8 @@ fn read(bytes: &[u8], embedder: &dyn Embedder) -> Result<HashMap<String, Vec<f32
     let (records, sum) = rest
         .split_last_chunk::<8>()
         .ok_or("cut short after its header")?;
-    let body = bytes.len() - rest.len() + records.len();
+    // Everything but the checksum's own 8 bytes.
+    let body = bytes.len() - sum.len();
     if fnv1a_64(bytes.get(..body).unwrap_or_default()) != u64::from_le_bytes(*sum) {
         return Err(
             "damaged: its checksum does not match what it holds (cut short or changed)".into(),
