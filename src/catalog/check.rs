@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::bm25::hash::StrState;
 use crate::store::RecordError;
 use crate::{Skill, Tool};
 
@@ -19,7 +20,7 @@ pub(super) struct Checked<'c> {
     /// Skill name → position in `skills`.
     pub skills: HashMap<&'c str, usize>,
     /// Qualified tool name → its place in the document.
-    pub tools: HashMap<String, ToolAt>,
+    pub tools: HashMap<String, ToolAt, StrState>,
 }
 
 /// Where a tool is in the document: `(Some(i), j)` is `/skills/i/tools/j`, `(None, j)` is
@@ -38,8 +39,11 @@ impl ToolAt {
 }
 
 pub(super) fn check(catalog: &Catalog) -> Result<Checked<'_>, CatalogError> {
-    let mut skills: HashMap<&str, usize> = HashMap::new();
-    let mut tools: HashMap<String, ToolAt> = HashMap::new();
+    // Sized once and hashed with the store's string hash: a registry-scale catalog grew a
+    // SipHash map one tool at a time, a sizeable part of its check.
+    let mut skills: HashMap<&str, usize> = HashMap::with_capacity(catalog.skills.len());
+    let mut tools =
+        HashMap::with_capacity_and_hasher(catalog.all_tools().count(), StrState::default());
     for (i, skill) in catalog.skills.iter().enumerate() {
         let base = pointer("", &[&"skills", &i]);
         check_skill(&base, skill)?;
@@ -119,7 +123,7 @@ fn check_names_list(
 }
 
 fn add_tool(
-    tools: &mut HashMap<String, ToolAt>,
+    tools: &mut HashMap<String, ToolAt, StrState>,
     at: ToolAt,
     tool: &Tool,
 ) -> Result<(), CatalogError> {

@@ -213,14 +213,17 @@ pub(super) fn resolve(
             }
         }
     }
-    for (at, tool) in catalog.all_tools() {
-        let key = tool.qualified_name();
-        if view.contains(&TOOLS, &key)? {
-            return Err(CatalogError::at(
-                at.pointer(),
-                Some(&key),
-                CatalogErrorKind::ToolExists,
-            ));
+    // A store without tools (a first load) holds none of them: no name to write and look up.
+    if view.count(&TOOLS)? > 0 {
+        for (at, tool) in catalog.all_tools() {
+            let key = tool.qualified_name();
+            if view.contains(&TOOLS, &key)? {
+                return Err(CatalogError::at(
+                    at.pointer(),
+                    Some(&key),
+                    CatalogErrorKind::ToolExists,
+                ));
+            }
         }
     }
     for (k, pinned) in catalog.pinned.iter().enumerate() {
