@@ -498,6 +498,69 @@ fn from_path_names_the_file() {
 }
 
 #[test]
+fn load_file_names_the_file_in_every_error_and_writes_nothing() {
+    let dir = std::env::temp_dir().join(format!("capstore-load-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let store = seeded_store();
+    let before = contents(&store);
+    let missing = dir.join("missing.json");
+    let unreadable = Catalog::load_file(&missing, &store).expect_err("no file");
+    assert!(matches!(
+        unreadable.kind,
+        CatalogErrorKind::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }
+    ));
+    // Each kind of failure: the file cannot be parsed, a record breaks a rule, the store
+    // already holds a tool. Each error is the one the two-step path gives, with the file.
+    let cases = [
+        ("not_json.json", "{\"format\": ".to_string(), "/format"),
+        (
+            "bad_tag.json",
+            doc(r#""skills": [{"name": "a", "tags": [""]}]"#),
+            "/skills/0/tags/0",
+        ),
+        (
+            "exists.json",
+            doc(
+                r#""tools": [{"name": "ok", "source": "fine"}, {"name": "now", "source": "clock"}]"#,
+            ),
+            "/tools/1",
+        ),
+    ];
+    let mut errors = vec![(missing, unreadable)];
+    for (name, text, path) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("write");
+        let err = Catalog::load_file(&file, &store).expect_err(name);
+        let two_steps = Catalog::from_path(&file)
+            .and_then(|catalog| catalog.move_into(&store))
+            .expect_err(name);
+        assert_eq!(err.path, two_steps.path, "{name}");
+        assert_eq!(err.kind, two_steps.kind, "{name}");
+        assert_eq!(err.path, path, "{name}");
+        errors.push((file, err));
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    for (file, err) in &errors {
+        assert_eq!(err.file.as_deref(), Some(file.as_path()));
+        assert!(
+            err.to_string()
+                .starts_with(&format!("catalog {}", file.display())),
+            "{err}"
+        );
+    }
+    assert!(matches!(errors[1].1.kind, CatalogErrorKind::Syntax { .. }));
+    assert!(matches!(
+        errors[2].1.kind,
+        CatalogErrorKind::InvalidRecord(_)
+    ));
+    assert!(matches!(errors[3].1.kind, CatalogErrorKind::ToolExists));
+    assert_eq!(contents(&store), before);
+}
+
+#[test]
 fn a_catalog_built_in_code_is_checked_again_when_loaded() {
     use capstore::catalog::CatalogSkill;
     // Built without parsing, so only the loader can refuse it.

@@ -182,6 +182,32 @@ fn moving_the_catalog_in_writes_what_cloning_it_in_writes() {
 }
 
 #[test]
+fn loading_a_file_writes_what_parsing_then_moving_writes() {
+    let catalog = catalog(500);
+    let file = std::env::temp_dir().join(format!("capstore-load-file-{}.json", std::process::id()));
+    std::fs::write(&file, serde_json::to_string(&catalog).expect("json")).expect("write");
+    let (two_steps, one_step) = (preloaded(), preloaded());
+    let changes = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&changes);
+    let subscription = one_step.subscribe(move |c| seen.lock().push(c.clone()));
+    let a = Catalog::from_path(&file)
+        .and_then(|c| c.move_into(&two_steps))
+        .expect("from_path, move_into");
+    let b = Catalog::load_file(&file, &one_step).expect("load_file");
+    std::fs::remove_file(&file).expect("clean up");
+    drop(subscription);
+    assert_eq!(a, b);
+    let loaded_again = {
+        let store = preloaded();
+        let mut tx = store.begin();
+        catalog.apply(&mut tx).expect("apply");
+        tx.commit()
+    };
+    same_changes(&changes.lock()[0], &loaded_again.changes);
+    same_tables(&two_steps.snapshot(), &one_step.snapshot());
+}
+
+#[test]
 fn a_bulk_load_then_single_writes_matches_too() {
     let catalog = catalog(300);
     let (bulk, plain) = (preloaded(), preloaded());

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use capstore::catalog::Catalog;
+use capstore::catalog::{Catalog, LoadReport};
 use capstore::context::SelectionPolicy;
 use capstore::mcp::live::{LiveOptions, McpHub};
 use capstore::mcp::{McpConfig, McpToolList, import_server};
@@ -46,14 +46,18 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
     let mut labels = Vec::new();
     if args.wants_bundled() {
         let catalog = Catalog::bundled().map_err(|e| format!("bundled catalog: {e}"))?;
-        add_catalog(&store, catalog, &mut policy, "bundled catalog")?;
+        let report = catalog
+            .move_into(&store)
+            .map_err(|e| format!("bundled catalog: {e}"))?;
+        pin(&mut policy, report);
         labels.push("bundled catalog".to_string());
     }
     if let Some(path) = &args.catalog {
         let shown = path.display().to_string();
         progress(&format!("loading {shown}"));
-        let catalog = Catalog::from_path(path).map_err(|e| e.to_string())?;
-        add_catalog(&store, catalog, &mut policy, &shown)?;
+        // Errors name the file.
+        let report = Catalog::load_file(path, &store).map_err(|e| e.to_string())?;
+        pin(&mut policy, report);
         labels.push(shown);
     }
     for (server, path) in &args.mcp {
@@ -160,21 +164,13 @@ pub(crate) fn resolve_tool(snap: &Snapshot, command: &str, name: &str) -> Result
     })
 }
 
-fn add_catalog(
-    store: &Store,
-    catalog: Catalog,
-    policy: &mut SelectionPolicy,
-    shown: &str,
-) -> Result<(), String> {
-    let report = catalog
-        .move_into(store)
-        .map_err(|e| format!("{shown}: {e}"))?;
+/// Adds a loaded catalog's pinned tools to `policy`'s, each once.
+fn pin(policy: &mut SelectionPolicy, report: LoadReport) {
     for pinned in report.pinned {
         if !policy.pinned_tools.contains(&pinned) {
             policy.pinned_tools.push(pinned);
         }
     }
-    Ok(())
 }
 
 /// Progress goes to stderr, so that `--json` output on stdout stays clean.
