@@ -77,8 +77,9 @@
 //! # The load rule
 //! [`Catalog::load_into`] (or [`Catalog::apply`] on the caller's transaction, or
 //! [`Catalog::move_into`], which moves the tools into the store rather than cloning them: the
-//! lighter way for a large catalog read only to be loaded) writes the whole catalog in one
-//! transaction, all or nothing. Before writing it checks the catalog against the
+//! lighter way for a large catalog read only to be loaded; or [`Catalog::load_file`], which
+//! reads a file and moves it in with one check where `from_path` and `move_into` make two)
+//! writes the whole catalog in one transaction, all or nothing. Before writing it checks the catalog against the
 //! store: its skills and tools must be new (a catalog adds, it never replaces; a tool already in
 //! the store is [`CatalogErrorKind::ToolExists`]), and every dependency, `uses` and `pinned`
 //! entry must name something in the catalog or the store. Then it writes what inserting every
