@@ -157,12 +157,7 @@ fn moving_the_catalog_in_writes_what_cloning_it_in_writes() {
     let b = catalog.clone().move_into(&moved).expect("move_into");
     assert_eq!(a, b);
     drop(subscription);
-    let loaded_again = {
-        let store = preloaded();
-        let mut tx = store.begin();
-        catalog.apply(&mut tx).expect("apply");
-        tx.commit()
-    };
+    let loaded_again = apply_bulk(&catalog, &preloaded()).expect("apply");
     same_changes(&changes.lock()[0], &loaded_again.changes);
     let (sa, sb) = (cloned.snapshot(), moved.snapshot());
     same_tables(&sa, &sb);
@@ -197,12 +192,7 @@ fn loading_a_file_writes_what_parsing_then_moving_writes() {
     std::fs::remove_file(&file).expect("clean up");
     drop(subscription);
     assert_eq!(a, b);
-    let loaded_again = {
-        let store = preloaded();
-        let mut tx = store.begin();
-        catalog.apply(&mut tx).expect("apply");
-        tx.commit()
-    };
+    let loaded_again = apply_bulk(&catalog, &preloaded()).expect("apply");
     same_changes(&changes.lock()[0], &loaded_again.changes);
     same_tables(&two_steps.snapshot(), &one_step.snapshot());
 }

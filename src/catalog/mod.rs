@@ -79,14 +79,15 @@
 //! [`Catalog::move_into`], which moves the tools into the store rather than cloning them: the
 //! lighter way for a large catalog read only to be loaded; or [`Catalog::load_file`], which
 //! reads a file and moves it in with one check where `from_path` and `move_into` make two)
-//! writes the whole catalog in one transaction, all or nothing. Before writing it checks the catalog against the
-//! store: its skills and tools must be new (a catalog adds, it never replaces; a tool already in
-//! the store is [`CatalogErrorKind::ToolExists`]), and every dependency, `uses` and `pinned`
-//! entry must name something in the catalog or the store. Then it writes what inserting every
-//! tool and registering the skills with [`register_skill`](crate::skills::register_skill) in
-//! dependency order (each after the catalog skills it depends on, otherwise in file order)
-//! would: a skill's `tools` list in the store is its `uses` followed by its bundled tools; each
-//! bundled tool's `skills` is that skill. It writes them as two bulk inserts
+//! writes the whole catalog in one transaction, all or nothing. Before writing it checks the
+//! catalog against the store: its skills and tools must be new (a catalog adds, it never
+//! replaces; a tool already in the store is [`CatalogErrorKind::ToolExists`]), and every
+//! dependency, `uses` and `pinned` entry must name something in the catalog or the store.
+//! Then it writes what inserting every tool and registering the skills with
+//! [`register_skill`](crate::skills::register_skill) in dependency order (each after the
+//! catalog skills it depends on, otherwise in file order) would: a skill's `tools` list in the
+//! store is its `uses` followed by its bundled tools; each bundled tool's `skills` is that
+//! skill. It writes them as two bulk inserts
 //! ([`WriteTxn::insert_many`](crate::WriteTxn::insert_many)), the tools and then the skills, so
 //! that a catalog of 100,000 tools loads in one pass (one text-index segment, each tool written
 //! once).
@@ -277,7 +278,7 @@ impl Catalog {
     ///     "tools": [{"name": "read_file", "source": "files", "description": "Read a file"}]}"#)?;
     /// let store = Store::new();
     /// let report = Catalog::load_file(&file, &store)?;
-    /// assert_eq!((report.version, report.tools.as_slice()), (1, ["files/read_file".to_string()].as_slice()));
+    /// assert_eq!((report.version, report.tools), (1, vec!["files/read_file".to_string()]));
     /// assert!(store.snapshot().contains(&TOOLS, "files/read_file")?);
     ///
     /// // Loading it again would replace the tool: refused, the file named, nothing changed.
