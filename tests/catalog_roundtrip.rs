@@ -383,6 +383,21 @@ fn check_round_trip(shape: &Shape) -> Result<(), TestCaseError> {
         }
     }
     let snap = store.snapshot();
+    // Read from its file in one step, the catalog writes the same tables and report.
+    let file = std::env::temp_dir().join(format!(
+        "capstore-roundtrip-{}-{:?}.json",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&file, &text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let from_file = Store::new();
+    let read = Catalog::load_file(&file, &from_file);
+    std::fs::remove_file(&file).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(
+        read.map_err(|e| TestCaseError::fail(e.to_string()))?,
+        report.clone()
+    );
+    prop_assert_eq!(tables(&from_file.snapshot()), tables(&snap));
     for skill in &catalog.skills {
         let stored = snap.get(&SKILLS, &skill.name)?.cloned();
         let mut expected: Vec<String> = skill.uses.clone();
