@@ -433,6 +433,77 @@ proptest! {
     }
 }
 
+/// Breaks a generated catalog one way (`how`): a repeated tool, a bad tag, an unknown
+/// dependency, an unknown pinned tool, a tool the store already holds, text cut short. Returns
+/// the file's text and a store to load it into.
+fn broken(shape: &Shape, how: usize) -> (String, Store) {
+    let mut catalog = build(shape);
+    let store = Store::new();
+    catalog.tools.push(Tool::new("extra", "one more"));
+    match how {
+        0 => {
+            let again = catalog.tools[0].clone();
+            catalog.tools.push(again);
+        }
+        1 => catalog.tools[0].tags = vec![" ".into()],
+        2 => match catalog.skills.first_mut() {
+            Some(skill) => skill.dependencies.push("no-such-skill".into()),
+            None => catalog.pinned.push("no/such_tool".into()),
+        },
+        3 => catalog.pinned.push("no/such_tool".into()),
+        4 => {
+            store
+                .write(|tx| tx.insert(&TOOLS, Tool::new("extra", "already here")))
+                .expect("seed");
+        }
+        _ => {}
+    }
+    let mut text = serde_json::to_string(&catalog).expect("json");
+    if how >= 5 {
+        text.truncate(text.len() / 2);
+    }
+    (text, store)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn a_broken_file_gives_load_file_the_two_steps_error_and_writes_nothing(
+        shape in shape(),
+        how in 0..6usize,
+    ) {
+        let (text, store) = broken(&shape, how);
+        let file = std::env::temp_dir().join(format!(
+            "capstore-broken-{}-{:?}.json",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&file, &text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let before = (store.version(), tables(&store.snapshot()));
+        let one_step = Catalog::load_file(&file, &store);
+        let two_steps = Catalog::from_path(&file).and_then(|catalog| catalog.move_into(&store));
+        std::fs::remove_file(&file).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let (Err(one), Err(two)) = (one_step, two_steps) else {
+            return Err(TestCaseError::fail(format!("breakage {how} loaded")));
+        };
+        prop_assert_eq!((&one.path, &one.name, &one.kind), (&two.path, &two.name, &two.kind));
+        let expected = match how {
+            0 => matches!(one.kind, CatalogErrorKind::DuplicateTool { .. }),
+            1 => matches!(one.kind, CatalogErrorKind::InvalidRecord(_)),
+            2 => matches!(
+                one.kind,
+                CatalogErrorKind::UnknownDependency { .. } | CatalogErrorKind::UnknownTool { .. }
+            ),
+            3 => matches!(one.kind, CatalogErrorKind::UnknownTool { .. }),
+            4 => matches!(one.kind, CatalogErrorKind::ToolExists),
+            _ => matches!(one.kind, CatalogErrorKind::Syntax { .. }),
+        };
+        prop_assert!(expected, "breakage {}: {}", how, one);
+        prop_assert_eq!(one.file.as_deref(), Some(file.as_path()));
+        prop_assert_eq!((store.version(), tables(&store.snapshot())), before);
+    }
+}
+
 /// One fixed, busy shape, so a broken round trip fails readably before proptest shrinks.
 #[test]
 fn a_fixed_generated_catalog_round_trips() {
