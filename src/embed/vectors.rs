@@ -371,7 +371,7 @@ impl NearestCache {
             Some(matrix) => matrix,
             None => {
                 // Built outside the lock: other threads scan the rows meanwhile.
-                let matrix = Arc::new(lay_out(snapshot, model, query.len())?);
+                let matrix = Arc::new(lay_out(snapshot, rows, model, query.len())?);
                 *self.0.lock() = Some(Seen::Again(Arc::clone(&matrix)));
                 matrix
             }
@@ -392,9 +392,14 @@ impl NearestCache {
     }
 }
 
-/// The vectors of `snapshot` made by `model` with `dims` numbers, in key order, in one array.
-fn lay_out(snapshot: &Snapshot, model: &str, dims: usize) -> Result<Matrix, StoreError> {
-    let (_, state) = snapshot.resolve(&VECTORS)?;
+/// The vectors of `snapshot` made by `model` with `dims` numbers, in key order, in one array;
+/// `rows` is the snapshot's vectors table, which the array is kept for.
+fn lay_out(
+    snapshot: &Snapshot,
+    rows: &imbl::OrdMap<Arc<str>, crate::store::Row>,
+    model: &str,
+    dims: usize,
+) -> Result<Matrix, StoreError> {
     let mut keys = Vec::new();
     let mut numbers = Vec::new();
     for (key, vector) in vectors_of(snapshot, model, dims)? {
@@ -402,7 +407,7 @@ fn lay_out(snapshot: &Snapshot, model: &str, dims: usize) -> Result<Matrix, Stor
         numbers.extend_from_slice(vector);
     }
     Ok(Matrix {
-        rows: state.rows.clone(),
+        rows: rows.clone(),
         model: model.into(),
         dims,
         keys,
