@@ -38,20 +38,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut runs = 3usize;
     let mut load_only = false;
     let mut register = 0usize;
-    let mut how = "load_file";
+    let mut how = How::LoadFile;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
             "--load-only" => load_only = true,
-            "--clone" => how = "load_into",
-            "--two-steps" => how = "move_into",
+            "--clone" => how = How::LoadInto,
+            "--two-steps" => how = How::MoveInto,
             "--register" => register = it.next().ok_or("--register needs a value")?.parse()?,
             other => file = Some(other.to_string()),
         }
     }
     let file = file.ok_or("usage: load_scale FILE [--runs N] | --gen N FILE")?;
-    let (mut read, mut value, mut parse, mut load) = (vec![], vec![], vec![], vec![]);
+    let (mut read, mut value, mut parse, mut load, mut total) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let mut tools = 0;
     let mut last = None;
     for _ in 0..runs.max(1) {
@@ -65,31 +66,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop((parsed, text));
         }
         let store = Store::new();
-        let report = if how == "load_file" {
+        let report = if how == How::LoadFile {
             let start = Instant::now();
             let report = Catalog::load_file(&file, &store)?;
-            parse.push(0.0);
-            load.push(start.elapsed().as_secs_f64());
+            total.push(start.elapsed().as_secs_f64());
             report
         } else {
             let start = Instant::now();
             let catalog = Catalog::from_path(&file)?;
-            parse.push(start.elapsed().as_secs_f64());
+            let parsed = start.elapsed().as_secs_f64();
             let start = Instant::now();
-            let report = if how == "load_into" {
+            let report = if how == How::LoadInto {
                 let report = catalog.load_into(&store);
                 drop(catalog);
                 report?
             } else {
                 catalog.move_into(&store)?
             };
-            load.push(start.elapsed().as_secs_f64());
+            let loaded = start.elapsed().as_secs_f64();
+            parse.push(parsed);
+            load.push(loaded);
+            total.push(parsed + loaded);
             report
         };
         tools = report.tools.len();
         drop((report, last.replace(store)));
     }
-    let total: Vec<f64> = parse.iter().zip(&load).map(|(p, l)| p + l).collect();
     let (read, value, parse, load, total) = (
         median(read),
         median(value),
@@ -100,17 +102,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{file}: {tools} tools, medians of {} runs", runs.max(1));
     println!("read the file                       {:9.1} ms", read * 1e3);
     println!("serde_json::from_str::<Value>       {:9.1} ms", value * 1e3);
-    let what = if how == "load_file" {
-        "load_file"
-    } else {
+    if how != How::LoadFile {
         println!("Catalog::from_path (read+parse)     {:9.1} ms", parse * 1e3);
-        println!("Catalog::{how} (a new store)    {:9.1} ms", load * 1e3);
-        if how == "load_into" {
-            "from_path+load_into"
+        let into = if how == How::LoadInto {
+            "load_into"
         } else {
-            "from_path+move_into"
-        }
-    };
+            "move_into"
+        };
+        println!("Catalog::{into} (a new store)    {:9.1} ms", load * 1e3);
+    }
     // With --load-only there is no parse to compare with (its median is NaN).
     let ratio = if load_only {
         String::new()
@@ -118,7 +118,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         format!(" = {:.2}x the Value parse", total / value)
     };
     println!(
-        "capstore load ({what}) {:9.1} ms{ratio}, {:.2} us a tool",
+        "capstore load ({}) {:9.1} ms{ratio}, {:.2} us a tool",
+        how.label(),
         total * 1e3,
         total * 1e6 / tools.max(1) as f64
     );
@@ -126,6 +127,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         registrations(&store, register)?;
     }
     Ok(())
+}
+
+/// How the catalog is loaded: what `capstore --catalog FILE` does, or the two steps it replaced.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    /// `Catalog::load_file`.
+    LoadFile,
+    /// `Catalog::from_path`, then `Catalog::move_into` (`--two-steps`).
+    MoveInto,
+    /// `Catalog::from_path`, then `Catalog::load_into` (`--clone`).
+    LoadInto,
+}
+
+impl How {
+    fn label(self) -> &'static str {
+        match self {
+            How::LoadFile => "load_file",
+            How::MoveInto => "from_path+move_into",
+            How::LoadInto => "from_path+load_into",
+        }
+    }
 }
 
 /// Times `n` single registrations into `store` (insert + commit; each new tool is deleted
