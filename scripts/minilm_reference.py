@@ -7,9 +7,20 @@ float64 from the raw safetensors bytes, then mean pooling and L2 normalisation a
 sentence-transformers does. It prints each text's token ids, the first components of its vector
 and the cosine matrix, the numbers tests/embed_minilm.rs asserts.
 
+With `--linear8 SCHEME` it also runs the model with every linear layer's operands rounded to
+8-bit integers as SCHEME says (the rest stays float64), over the texts above and the
+sentence-transformers quickstart's three, and prints how far each cosine moves from the
+unrounded model's: whether an 8-bit matrix product could keep the 1e-3 parity the embedder is
+held to (BENCHMARKS.md, "Hybrid retrieval", "Cost"). SCHEME is one of
+    q8_0      blocks of 32 numbers along the sum, both operands, a float16 scale per block
+              (ggml's Q8_0, what candle's quantized matmul does)
+    block32   the same with float32 scales; block16: blocks of 16
+    channel   the weights per output row, the activations per token, one scale each
+    weights   the weights per output row only; the activations stay float64
+
 Needs numpy only (no torch, no transformers):
     python3 -m venv /tmp/ref && /tmp/ref/bin/pip install numpy
-    /tmp/ref/bin/python scripts/minilm_reference.py "$(bash scripts/minilm.sh)"
+    /tmp/ref/bin/python scripts/minilm_reference.py "$(bash scripts/minilm.sh)" [--linear8 SCHEME]
 """
 
 import json
@@ -25,6 +36,11 @@ TEXTS = [
     "List all files and directories in a given path.",
     "Send an e-mail message to a recipient, with a subject and body.",
     "What's the time in Tokyo right now?",
+]
+QUICKSTART = [
+    "The weather is lovely today.",
+    "It's so sunny outside!",
+    "He drove to the stadium.",
 ]
 MAX_TOKENS = 256
 
@@ -104,7 +120,26 @@ def layer_norm(x, w, b, eps=1e-12):
 erf = np.vectorize(math.erf)
 
 
-def embed(ids, w):
+def round8(a, block, scale_dtype=np.float64):
+    """`a` (rows of numbers) rounded to 8-bit integers times one scale per `block` numbers of a
+    row (`block` None: per row), symmetric: the scale maps the block's largest magnitude to 127."""
+    rows = a.reshape(a.shape[0], -1, block or a.shape[1])
+    scale = (np.abs(rows).max(-1, keepdims=True) / 127.0).astype(scale_dtype).astype(np.float64)
+    ints = np.round(np.divide(rows, scale, out=np.zeros_like(rows), where=scale > 0))
+    return (ints * scale).reshape(a.shape)
+
+
+# How each `--linear8` scheme rounds (activations, weights) before their product.
+SCHEMES = {
+    "q8_0": (lambda h: round8(h, 32, np.float16), lambda w: round8(w, 32, np.float16)),
+    "block32": (lambda h: round8(h, 32), lambda w: round8(w, 32)),
+    "block16": (lambda h: round8(h, 16), lambda w: round8(w, 16)),
+    "channel": (lambda h: round8(h, None), lambda w: round8(w, None)),
+    "weights": (lambda h: h, lambda w: round8(w, None)),
+}
+
+
+def embed(ids, w, scheme=None):
     n = len(ids)
     x = w["embeddings.word_embeddings.weight"][ids]
     x = x + w["embeddings.position_embeddings.weight"][:n] + w["embeddings.token_type_embeddings.weight"][0]
@@ -114,7 +149,10 @@ def embed(ids, w):
         p = f"encoder.layer.{layer}."
 
         def linear(h, name):
-            return h @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+            weight = w[p + name + ".weight"]
+            if scheme is not None:
+                h, weight = SCHEMES[scheme][0](h), SCHEMES[scheme][1](weight)
+            return h @ weight.T + w[p + name + ".bias"]
 
         q, k, v = (linear(x, "attention.self." + m).reshape(n, heads, size).transpose(1, 0, 2) for m in ("query", "key", "value"))
         scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
@@ -145,6 +183,14 @@ def main():
     print("cosines:")
     for row in matrix:
         print("  [" + ", ".join(f"{c:.6f}" for c in row) + "],")
+    if len(sys.argv) == 4 and sys.argv[2] == "--linear8":
+        scheme = sys.argv[3]
+        texts = TEXTS + QUICKSTART
+        exact, rounded = (np.array([embed(tokenize(t, vocab), weights, s) for t in texts]) for s in (None, scheme))
+        moved = np.abs(rounded @ rounded.T - exact @ exact.T)
+        quick = slice(len(TEXTS), len(texts))
+        print(f"8-bit linears ({scheme}): cosines moved by at most {moved.max():.6f}"
+              f" (the quickstart's: {moved[quick, quick].max():.6f}); parity asks <= 0.001")
 
 
 if __name__ == "__main__":
