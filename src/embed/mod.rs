@@ -22,6 +22,8 @@ use std::fmt;
 mod bert;
 mod cache;
 #[cfg(feature = "minilm")]
+mod gelu;
+#[cfg(feature = "minilm")]
 mod minilm;
 mod vectors;
 
