@@ -43,10 +43,15 @@ const VOCAB: usize = 30522;
 /// mask, scaled to unit length.
 ///
 /// A batch is embedded in groups of texts of similar length, so that short texts carry little
-/// padding; padding is masked and changes no vector by more than float rounding. One value can
-/// serve many threads at once (`&self` only, no locks). Matrix products run on candle's thread
-/// count: `RAYON_NUM_THREADS` (or the machine's physical cores); set it to 1 to keep each call on
-/// its calling thread.
+/// padding; padding is masked and changes no vector by more than float rounding.
+///
+/// Threads: the model runs on a rayon pool of its own, of candle's thread count
+/// (`RAYON_NUM_THREADS`, or the machine's physical cores), started by [`load`](MiniLm::load);
+/// [`embed`](Embedder::embed) hands its work to the pool and waits. So candle's parallel
+/// operations start on a thread of the pool, where they run at once, instead of each waking a
+/// thread of rayon's global pool and waiting for it: 15% of one message's time on one thread
+/// (BENCHMARKS.md, "Hybrid retrieval"). One value serves many threads (`&self` only, no locks);
+/// as many calls run at once as the pool has threads, and the others wait their turn.
 ///
 /// ```no_run
 /// # #[cfg(feature = "minilm")]
@@ -64,6 +69,8 @@ const VOCAB: usize = 30522;
 pub struct MiniLm {
     model: Bert,
     tokenizer: Tokenizer,
+    /// Where the model runs: candle's thread count of threads.
+    pool: rayon::ThreadPool,
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -151,7 +158,63 @@ impl MiniLm {
                 format!("not all-MiniLM-L6-v2's weights: {err}"),
             )
         })?;
-        Ok(MiniLm { model, tokenizer })
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(candle_core::utils::get_num_threads())
+            .thread_name(|i| format!("capstore-minilm-{i}"))
+            .build()
+            .map_err(|err| load_error(dir, format!("cannot start the model's threads: {err}")))?;
+        Ok(MiniLm {
+            model,
+            tokenizer,
+            pool,
+        })
+    }
+
+    /// [`Embedder::embed`], run on a thread of the model's pool.
+    fn embed_on_pool(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let ids = texts
+            .iter()
+            .map(|text| {
+                self.tokenizer
+                    .encode(*text, true)
+                    .map(|encoding| encoding.get_ids().to_vec())
+                    .map_err(|err| EmbedError::Embed {
+                        reason: format!("cannot tokenize: {err}"),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Shortest first, so each group pads to a length close to its own texts'.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| ids[i].len());
+        let mut vectors = vec![Vec::new(); ids.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            // Sorted ascending: the group's length is its last text's.
+            while end < order.len()
+                && end - start < MAX_BATCH
+                && (end + 1 - start) * ids[order[end]].len() <= MAX_BATCH_TOKENS
+            {
+                end += 1;
+            }
+            let group = &order[start..end];
+            let embedded = self
+                .embed_group(&ids, group)
+                .map_err(|err| EmbedError::Embed {
+                    reason: err.to_string(),
+                })?;
+            if embedded.len() != group.len() {
+                return Err(EmbedError::Shape {
+                    expected: format!("{} vectors", group.len()),
+                    got: format!("{} vectors", embedded.len()),
+                });
+            }
+            for (&i, vector) in group.iter().zip(embedded) {
+                vectors[i] = vector;
+            }
+            start = end;
+        }
+        Ok(vectors)
     }
 
     /// Embeds texts of similar token counts together: `ids` holds each text's token ids, `order`
@@ -237,49 +300,7 @@ impl Embedder for MiniLm {
     /// # fn main() {}
     /// ```
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let ids = texts
-            .iter()
-            .map(|text| {
-                self.tokenizer
-                    .encode(*text, true)
-                    .map(|encoding| encoding.get_ids().to_vec())
-                    .map_err(|err| EmbedError::Embed {
-                        reason: format!("cannot tokenize: {err}"),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        // Shortest first, so each group pads to a length close to its own texts'.
-        let mut order: Vec<usize> = (0..ids.len()).collect();
-        order.sort_by_key(|&i| ids[i].len());
-        let mut vectors = vec![Vec::new(); ids.len()];
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start + 1;
-            // Sorted ascending: the group's length is its last text's.
-            while end < order.len()
-                && end - start < MAX_BATCH
-                && (end + 1 - start) * ids[order[end]].len() <= MAX_BATCH_TOKENS
-            {
-                end += 1;
-            }
-            let group = &order[start..end];
-            let embedded = self
-                .embed_group(&ids, group)
-                .map_err(|err| EmbedError::Embed {
-                    reason: err.to_string(),
-                })?;
-            if embedded.len() != group.len() {
-                return Err(EmbedError::Shape {
-                    expected: format!("{} vectors", group.len()),
-                    got: format!("{} vectors", embedded.len()),
-                });
-            }
-            for (&i, vector) in group.iter().zip(embedded) {
-                vectors[i] = vector;
-            }
-            start = end;
-        }
-        Ok(vectors)
+        self.pool.install(|| self.embed_on_pool(texts))
     }
 }
 
