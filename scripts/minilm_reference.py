@@ -168,6 +168,9 @@ def embed(ids, w, scheme=None):
 
 
 def main():
+    usage = "usage: minilm_reference.py MODEL_DIR [--linear8 " + "|".join(SCHEMES) + "]"
+    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and (sys.argv[2] != "--linear8" or sys.argv[3] not in SCHEMES)):
+        sys.exit(usage)
     model = sys.argv[1]
     with open(f"{model}/vocab.txt", encoding="utf-8") as f:
         vocab = {line.rstrip("\n"): i for i, line in enumerate(f)}
@@ -183,10 +186,12 @@ def main():
     print("cosines:")
     for row in matrix:
         print("  [" + ", ".join(f"{c:.6f}" for c in row) + "],")
-    if len(sys.argv) == 4 and sys.argv[2] == "--linear8":
+    if len(sys.argv) == 4:
         scheme = sys.argv[3]
         texts = TEXTS + QUICKSTART
-        exact, rounded = (np.array([embed(tokenize(t, vocab), weights, s) for t in texts]) for s in (None, scheme))
+        # The texts above are embedded already; only the quickstart's are new unrounded.
+        exact = np.array(vectors + [embed(tokenize(t, vocab), weights) for t in QUICKSTART])
+        rounded = np.array([embed(tokenize(t, vocab), weights, scheme) for t in texts])
         moved = np.abs(rounded @ rounded.T - exact @ exact.T)
         quick = slice(len(TEXTS), len(texts))
         print(f"8-bit linears ({scheme}): cosines moved by at most {moved.max():.6f}"
