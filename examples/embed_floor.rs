@@ -1,14 +1,15 @@
 //! What one core can do for all-MiniLM-L6-v2 in f32: the floor under embedding one message.
 //!
 //! Issue 22 asks for a 20-word message embedded in ≤ 5 ms on one core. This measures, on the
-//! machine it runs on, what bounds that from below when the model computes in f32 (the only
-//! format found to keep the 1e-3 parity: `scripts/minilm_reference.py --linear8` shows each
-//! 8-bit scheme moving cosines by 1.2–11 × 10⁻³):
+//! machine it runs on, what bounds that from below when the model computes in f32 (on an
+//! x86 core without AVX-512 the only faster arithmetic is 8-bit integer, and
+//! `scripts/minilm_reference.py --linear8` shows each 8-bit scheme moving the parity cosines
+//! by 1.2–11 × 10⁻³, over the 1e-3 the issue allows):
 //!
 //! 1. the core's f32 matrix-product rate: candle's (gemm's) own kernel on a 1024³ product, best
 //!    of five, which is as near the core's peak as that kernel gets;
-//! 2. the model's arithmetic for one message (`TOKENS` tokens, 25 for the benchmark's
-//!    20-word message with its two markers) over that rate: the time the products would take even at that rate;
+//! 2. the model's arithmetic for one message (`TOKENS` tokens, 25 for the benchmark's 20-word
+//!    message with its two markers) at that rate: the time its products take at the least;
 //! 3. the model's 36 linear layers as a forward pass meets them: each of its 42 MB of weights
 //!    read once per message, as the model reads them (random numbers of the same shapes).
 //!
