@@ -261,6 +261,28 @@ impl Plan {
     }
 }
 
+/// The catalog's tools, saying how many there are (`names` has one per tool), which a chain
+/// of per-skill iterators cannot: the bulk insert then sizes its batch once, and knows a batch
+/// large enough to make its text on a second thread from the start.
+struct Counted<I> {
+    items: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.items.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
 /// The writes, in two bulk inserts ([`WriteTxn::insert_many`]): `tools`, every tool in
 /// document order (its qualified name in `names`), each bundled one already owned by its
 /// skill; then every skill, in registration order, its `tools` list being its `uses` followed
@@ -275,6 +297,10 @@ pub(super) fn write(
     tools: impl Iterator<Item = Tool>,
     tx: &mut WriteTxn,
 ) -> Result<(), CatalogError> {
+    let tools = Counted {
+        items: tools,
+        left: names.len(),
+    };
     tx.insert_many_at(&TOOLS, tools).map_err(|(i, e)| {
         CatalogError::at(
             plan.tool_at(i).pointer(),

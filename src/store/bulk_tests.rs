@@ -126,3 +126,101 @@ fn tools_in_bulk_match_tools_one_by_one() {
     };
     assert_eq!(hits(&sa), hits(&sb));
 }
+
+/// Tools enough for a batch to make its text on a second thread.
+fn many_tools() -> Vec<Tool> {
+    let n = super::bulk::TEXT_THREAD_MIN_ROWS + 904;
+    (0..n)
+        .map(|i| {
+            Tool::new(
+                format!("tool_{i}"),
+                format!("Tool {i} reads file {} and writes {}", i % 13, i % 101),
+            )
+            .with_source(format!("s{}", i % 9))
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_batch_makes_its_text_on_a_second_thread_with_the_same_results() {
+    let tools = many_tools();
+    let (threaded, inline) = (Store::new(), Store::new());
+    threaded
+        .write(|tx| tx.insert_many(&TOOLS, tools.clone()))
+        .expect("threaded");
+    // An iterator that does not say how long it is gets the text made as it goes.
+    inline
+        .write(|tx| tx.insert_many(&TOOLS, tools.iter().filter(|_| true).cloned()))
+        .expect("inline");
+    let (a, b) = (threaded.snapshot(), inline.snapshot());
+    assert_eq!(a.count(&TOOLS).expect("count"), tools.len());
+    let stats = |s: &crate::store::Snapshot| s.text_index(&TOOLS).expect("text").stats();
+    assert_eq!(stats(&a), stats(&b));
+    for query in ["read file 3", "writes 77", "tool 4100", "s4"] {
+        let hits = |s: &crate::store::Snapshot| -> Vec<(Arc<str>, f32)> {
+            s.search(&TOOLS, query, 20)
+                .expect("search")
+                .into_iter()
+                .map(|h| (h.key, h.score))
+                .collect()
+        };
+        assert_eq!(hits(&a), hits(&b), "{query}");
+        assert!(!hits(&a).is_empty(), "{query}");
+    }
+}
+
+#[test]
+fn a_large_batch_that_fails_late_writes_nothing() {
+    let mut tools = many_tools();
+    let at = tools.len() - 10;
+    tools[at] = Tool::new("tool_7", "a second tool_7").with_source("s7");
+    let store = Store::new();
+    let err = store
+        .write(|tx| tx.insert_many(&TOOLS, tools.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::DuplicateKey { key, .. } if &**key == "s7/tool_7"),
+        "{err}"
+    );
+    assert_eq!(store.snapshot().count(&TOOLS).expect("count"), 0);
+    assert_eq!(store.version(), 0);
+}
+
+#[test]
+fn a_text_callback_that_panics_in_a_large_batch_writes_nothing() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use crate::store::{StoreBuilder, TableSchema, TextSchema};
+
+    let mut b = StoreBuilder::new();
+    let notes = b
+        .table(
+            TableSchema::new("notes", |n: &(String, String)| n.0.clone()).text_index(
+                TextSchema::new(|n: &(String, String), fields| {
+                    assert!(n.1 != "boom", "the text callback fails on {}", n.0);
+                    fields.add("body", &n.1);
+                }),
+            ),
+        )
+        .expect("schema");
+    let store = b.build();
+    let mut batch: Vec<(String, String)> = (0..super::bulk::TEXT_THREAD_MIN_ROWS + 100)
+        .map(|i| (format!("n{i}"), format!("note {i}")))
+        .collect();
+    batch[4150].1 = "boom".into();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        store.write(|tx| tx.insert_many(&notes, batch.clone()))
+    }));
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(store.snapshot().count(&notes).expect("count"), 0);
+    batch[4150].1 = "fine".into();
+    store
+        .write(|tx| tx.insert_many(&notes, batch))
+        .expect("the same batch, fixed, is written");
+    assert_eq!(
+        store.snapshot().search(&notes, "fine", 1).expect("search")[0]
+            .key
+            .as_ref(),
+        "n4150"
+    );
+}

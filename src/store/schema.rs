@@ -650,3 +650,10 @@ pub(crate) struct TextDef {
     pub config: IndexConfig,
     pub document: ErasedDocument,
 }
+
+impl TextDef {
+    /// The text document of a record of the table.
+    pub fn document_of(&self, row: &Row) -> Document {
+        (self.document)(&**row, &self.tokenizer)
+    }
+}

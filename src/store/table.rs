@@ -48,15 +48,23 @@ impl TableState {
         }
     }
 
-    /// Computes the key and index keys of `row`, runs the validator and the unique checks.
-    /// Reads only: a refusal leaves the table untouched.
+    /// Computes the key, index keys and text document of `row`, runs the validator and the
+    /// unique checks. Reads only: a refusal leaves the table untouched.
     pub fn prepare(&self, def: &TableDef, row: Row) -> Result<Prepared, StoreError> {
-        self.prepare_among(def, row, None)
+        let mut prepared = self.prepare_among(def, row, None)?;
+        // Every user callback (key, indexes, text) runs here, before anything is written, so
+        // that one that panics leaves the table untouched.
+        prepared.document = def
+            .text
+            .as_ref()
+            .map(|text| text.document_of(&prepared.row));
+        Ok(prepared)
     }
 
-    /// [`prepare`](Self::prepare) for a record written after a batch of others not yet in the
-    /// table (a bulk insert): `batch` gives, per index, the values the batch holds and their
-    /// holders, which the unique checks see as if they were in the table.
+    /// [`prepare`](Self::prepare) but for the text document (left `None`: a bulk insert makes
+    /// its documents apart), for a record written after a batch of others not yet in the
+    /// table: `batch` gives, per index, the values the batch holds and their holders, which
+    /// the unique checks see as if they were in the table.
     pub fn prepare_among(
         &self,
         def: &TableDef,
@@ -113,17 +121,11 @@ impl TableState {
                 }
             }
         }
-        // Every user callback (key, indexes, text) runs here, before anything is written, so
-        // that one that panics leaves the table untouched.
-        let document = def
-            .text
-            .as_ref()
-            .map(|text_def| (text_def.document)(&*row, &text_def.tokenizer));
         Ok(Prepared {
             key,
             row,
             index_keys,
-            document,
+            document: None,
         })
     }
 
