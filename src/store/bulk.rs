@@ -175,26 +175,41 @@ fn check_batch(
     let (Some(text_def), Some(index)) = (&def.text, &state.text) else {
         return check_rows(def, state, rows, low, |_, _| {});
     };
-    let mut load = BulkLoad::new(index);
-    load.reserve(low);
+    let new_load = || {
+        let mut load = BulkLoad::new(index);
+        load.reserve(low);
+        load
+    };
     let add = |load: &mut BulkLoad, key: Arc<str>, row: Row| {
         load.add(key, &text_def.document_of(&row), Some(row));
     };
-    if low < TEXT_THREAD_MIN_ROWS {
+    // The text made on this thread, each record's as it passes its checks.
+    let here = |rows| {
+        let mut load = new_load();
         let mut batch = check_rows(def, state, rows, low, |key, row| {
             add(&mut load, Arc::clone(key), Arc::clone(row));
         })?;
         batch.text = Some(load);
-        return Ok(batch);
+        Ok(batch)
+    };
+    if low < TEXT_THREAD_MIN_ROWS {
+        return here(rows);
     }
     thread::scope(|scope| {
         let (send, blocks) = mpsc::channel::<Vec<(Arc<str>, Row)>>();
-        let text = scope.spawn(move || {
-            for (key, row) in blocks.into_iter().flatten() {
-                add(&mut load, key, row);
-            }
-            load
-        });
+        let spawned = thread::Builder::new()
+            .name("capstore-bulk-text".into())
+            .spawn_scoped(scope, move || {
+                let mut load = new_load();
+                for (key, row) in blocks.into_iter().flatten() {
+                    add(&mut load, key, row);
+                }
+                load
+            });
+        // A system that will not start a thread gets the text made here.
+        let Ok(text) = spawned else {
+            return here(rows);
+        };
         // A send fails only if the text thread has panicked, which the join below re-raises.
         let mut block = Vec::with_capacity(TEXT_BLOCK);
         let checked = check_rows(def, state, rows, low, |key, row| {
