@@ -7,8 +7,8 @@
 //! insert first prepares every record against the table and the batch (the same checks, in the
 //! same order, as a loop of [`WriteTxn::insert`]), gathering as it goes the documents'
 //! postings into one new text segment and each index value with the keys that carry it; only
-//! when all of them pass does it write: the text segment, the rows, and each index value once
-//! with all its keys, in value order. So the result, the change set and any error are those of
+//! when all of them pass does it write: the rows, each index value once with all its keys, in
+//! value order, and the text segment. So the result, the change set and any error are those of
 //! the loop; only the text index's segments differ (one for the batch), and a failed batch
 //! writes nothing.
 //!
@@ -21,10 +21,9 @@
 //! [`Catalog::move_into`]: crate::catalog::Catalog::move_into
 //!
 //! Time: a batch of at least 4,096 records (as its iterator's size hint says; a `Vec`'s does)
-//! makes its text documents on a second, scoped thread while the calling thread checks the
-//! records, so a large load keeps two cores busy for part of its run: a 100,000-tool catalog
-//! loads in ~0.88 of the time one thread takes, a 1,000,000-tool one in 0.71–0.90, at the same
-//! peak memory (BENCHMARKS.md, "Registry scale: loading").
+//! makes its text documents on a second, scoped thread, while the calling thread checks the
+//! records and then writes the rows and indexes, so a large load keeps two cores busy for most
+//! of its run (BENCHMARKS.md, "Registry scale: loading").
 //!
 //! Small batches gain little from it and do not need it: [`WriteTxn::insert`] stays the path
 //! of a single write.
@@ -47,11 +46,11 @@ use super::txn::WriteTxn;
 
 /// A batch, checked, waiting to be written: its rows in batch order, and per index each
 /// value once with the keys that carry it (so a million tools sharing a thousand sources hold
-/// each source once, not a copy per tool), and its text documents gathered into one segment.
+/// each source once, not a copy per tool). Its text documents are gathered apart, into one
+/// segment ([`BulkLoad`]).
 struct Batch {
     rows: Vec<(Arc<str>, Row)>,
     values: Vec<BatchValues>,
-    text: Option<BulkLoad>,
 }
 
 /// One index's values in a batch, each with the keys that carry it.
@@ -126,115 +125,153 @@ impl WriteTxn {
     ) -> Result<Vec<Arc<str>>, (usize, StoreError)> {
         let schema = Arc::clone(&self.working.schema);
         let def = schema.check(table).map_err(|e| (0, e))?;
-        let state = &self.working.tables[table.id];
-        let records = records.into_iter();
-        let Batch { rows, values, text } =
-            check_batch(def, state, records.map(|r| Arc::new(r) as Row))?;
-        // The text segment first, while the least else is held: laying out its postings is
-        // the batch's largest allocation (~0.5 GB for a million tools).
-        if let (Some(index), Some(load)) = (&mut self.working.tables[table.id].text, text) {
+        let rows = records.into_iter().map(|r| Arc::new(r) as Row);
+        if rows.size_hint().0 >= TEXT_THREAD_MIN_ROWS {
+            self.insert_with_text_thread(def, table.id, rows)
+        } else {
+            self.insert_here(def, table.id, rows)
+        }
+    }
+
+    /// The bulk insert on this thread alone: each record checked and, as it passes, its text
+    /// document made; then the writes, the text segment first, while the least else is held
+    /// (laying out its postings is the batch's largest allocation).
+    fn insert_here(
+        &mut self,
+        def: &TableDef,
+        id: usize,
+        rows: impl Iterator<Item = Row>,
+    ) -> Result<Vec<Arc<str>>, (usize, StoreError)> {
+        let state = &self.working.tables[id];
+        let size = rows.size_hint().0;
+        let mut text = def.text.as_ref().zip(text_load(state, size));
+        let batch = check_rows(def, state, rows, size, |key, row| {
+            if let Some((text, load)) = &mut text {
+                load.add(
+                    Arc::clone(key),
+                    &text.document_of(row),
+                    Some(Arc::clone(row)),
+                );
+            }
+        })?;
+        if let (Some(index), Some((_, load))) = (&mut self.working.tables[id].text, text) {
             load.finish(index);
         }
+        Ok(self.write_rows(id, batch))
+    }
+
+    /// The bulk insert with the text documents made on a second, scoped thread: this thread
+    /// checks the records and hands each block of those that passed to the text thread, then
+    /// writes the rows and the indexes while the text thread finishes (it has the longer
+    /// part: making a record's document and adding its postings takes about twice as long as
+    /// checking it), and last adds the text segment.
+    ///
+    /// Everything the text side allocates and frees stays on its thread: only the blocks of
+    /// `Arc`s cross (memory freed on another thread than the one that allocated it contends
+    /// for the allocator's locks). The text document is a user callback: if it panics, the
+    /// rows written meanwhile are undone and the panic goes on to the caller.
+    fn insert_with_text_thread(
+        &mut self,
+        def: &TableDef,
+        id: usize,
+        rows: impl Iterator<Item = Row>,
+    ) -> Result<Vec<Arc<str>>, (usize, StoreError)> {
+        let size = rows.size_hint().0;
+        let (Some(text), Some(mut load)) = (&def.text, text_load(&self.working.tables[id], size))
+        else {
+            return self.insert_here(def, id, rows);
+        };
+        thread::scope(|scope| {
+            let (send, blocks) = mpsc::channel::<Vec<(Arc<str>, Row)>>();
+            let spawned = thread::Builder::new()
+                .name("capstore-bulk-text".into())
+                .spawn_scoped(scope, move || {
+                    for (key, row) in blocks.into_iter().flatten() {
+                        load.add(key, &text.document_of(&row), Some(row));
+                    }
+                    load
+                });
+            // A system that will not start a thread gets the text made here.
+            let Ok(text_thread) = spawned else {
+                return self.insert_here(def, id, rows);
+            };
+            // A send fails only if the text thread has panicked, which the join re-raises.
+            let mut block = Vec::with_capacity(TEXT_BLOCK);
+            let checked = check_rows(def, &self.working.tables[id], rows, size, |key, row| {
+                block.push((Arc::clone(key), Arc::clone(row)));
+                if block.len() == TEXT_BLOCK {
+                    let _ = send.send(mem::replace(&mut block, Vec::with_capacity(TEXT_BLOCK)));
+                }
+            });
+            if checked.is_ok() {
+                let _ = send.send(block);
+            }
+            drop(send);
+            let batch = match checked {
+                Ok(batch) => batch,
+                Err(e) => {
+                    text_thread
+                        .join()
+                        .unwrap_or_else(|p| panic::resume_unwind(p));
+                    return Err(e);
+                }
+            };
+            // What the transaction held, to put back if the text thread panicked (a copy of
+            // persistent maps: O(1)).
+            let before = (self.working.clone(), self.pending.clone());
+            let keys = self.write_rows(id, batch);
+            match text_thread.join() {
+                Ok(load) => {
+                    if let Some(index) = &mut self.working.tables[id].text {
+                        load.finish(index);
+                    }
+                    Ok(keys)
+                }
+                Err(panic) => {
+                    (self.working, self.pending) = before;
+                    panic::resume_unwind(panic)
+                }
+            }
+        })
+    }
+
+    /// Writes a checked batch's rows and index values, records them in the change set, and
+    /// removes the rows of following tables under their keys, as each insert would. Returns
+    /// the keys in batch order.
+    fn write_rows(&mut self, id: usize, batch: Batch) -> Vec<Arc<str>> {
+        let Batch { rows, values } = batch;
         let keys: Vec<Arc<str>> = rows.iter().map(|(key, _)| Arc::clone(key)).collect();
         for (key, row) in &rows {
             self.pending
-                .record(table.id, Arc::clone(key), None, Some(Arc::clone(row)));
+                .record(id, Arc::clone(key), None, Some(Arc::clone(row)));
         }
-        self.working.tables[table.id].put_batch(rows, values);
+        self.working.tables[id].put_batch(rows, values);
         for key in &keys {
-            self.remove_followers(table.id, key);
+            self.remove_followers(id, key);
         }
-        Ok(keys)
+        keys
     }
 }
 
-/// A batch of at least this many records makes its text documents on a second thread, while
-/// the calling thread checks the records; a smaller one makes them as it goes (starting a
-/// thread costs more than it saves).
+/// A bulk insert of at least this many records (as its iterator's size hint says) makes its
+/// text documents on a second thread; a smaller one makes them as it goes (starting a thread
+/// costs more than it saves).
 pub(super) const TEXT_THREAD_MIN_ROWS: usize = 4096;
 
 /// How many checked records the text thread is handed at a time.
 const TEXT_BLOCK: usize = 256;
 
-/// Prepares every record as [`WriteTxn::insert`] would, with the batch's earlier records
-/// counting as written: the validator, the key, unique values, duplicate keys. Gathers the
-/// rows, the index values and the text documents.
-///
-/// Making each record's text document and adding its postings is a third of a catalog load,
-/// and it needs nothing from the checks but the records that passed them. So a large batch
-/// hands each block of checked records to a second thread, which makes their documents into
-/// the segment while this thread checks the next ones. Everything the text side allocates and
-/// frees stays on its thread: only the blocks of `Arc`s cross (memory freed on another thread
-/// than the one that allocated it contends for the allocator's locks).
-fn check_batch(
-    def: &TableDef,
-    state: &TableState,
-    rows: impl Iterator<Item = Row>,
-) -> Result<Batch, (usize, StoreError)> {
-    let (low, _) = rows.size_hint();
-    let (Some(text_def), Some(index)) = (&def.text, &state.text) else {
-        return check_rows(def, state, rows, low, |_, _| {});
-    };
-    let new_load = || {
-        let mut load = BulkLoad::new(index);
-        load.reserve(low);
-        load
-    };
-    let add = |load: &mut BulkLoad, key: Arc<str>, row: Row| {
-        load.add(key, &text_def.document_of(&row), Some(row));
-    };
-    // The text made on this thread, each record's as it passes its checks.
-    let here = |rows| {
-        let mut load = new_load();
-        let mut batch = check_rows(def, state, rows, low, |key, row| {
-            add(&mut load, Arc::clone(key), Arc::clone(row));
-        })?;
-        batch.text = Some(load);
-        Ok(batch)
-    };
-    if low < TEXT_THREAD_MIN_ROWS {
-        return here(rows);
-    }
-    thread::scope(|scope| {
-        let (send, blocks) = mpsc::channel::<Vec<(Arc<str>, Row)>>();
-        let spawned = thread::Builder::new()
-            .name("capstore-bulk-text".into())
-            .spawn_scoped(scope, move || {
-                let mut load = new_load();
-                for (key, row) in blocks.into_iter().flatten() {
-                    add(&mut load, key, row);
-                }
-                load
-            });
-        // A system that will not start a thread gets the text made here.
-        let Ok(text) = spawned else {
-            return here(rows);
-        };
-        // A send fails only if the text thread has panicked, which the join below re-raises.
-        let mut block = Vec::with_capacity(TEXT_BLOCK);
-        let checked = check_rows(def, state, rows, low, |key, row| {
-            block.push((Arc::clone(key), Arc::clone(row)));
-            if block.len() == TEXT_BLOCK {
-                let _ = send.send(mem::replace(&mut block, Vec::with_capacity(TEXT_BLOCK)));
-            }
-        });
-        if checked.is_ok() {
-            let _ = send.send(block);
-        }
-        drop(send);
-        // The text document is a user callback: if it panicked, the panic goes on here,
-        // before anything is written.
-        let load = text
-            .join()
-            .unwrap_or_else(|panic| panic::resume_unwind(panic));
-        let mut batch = checked?;
-        batch.text = Some(load);
-        Ok(batch)
-    })
+/// A text segment to gather `size` new documents for `state`'s text index, if it has one.
+fn text_load(state: &TableState, size: usize) -> Option<BulkLoad> {
+    let mut load = BulkLoad::new(state.text.as_ref()?);
+    load.reserve(size);
+    Some(load)
 }
 
-/// The checks of [`check_batch`], record by record: `checked(key, row)` is called for each
-/// record that passes them, in batch order. The batch it returns has no text yet.
+/// Prepares every record as [`WriteTxn::insert`] would, with the batch's earlier records
+/// counting as written: the validator, the key, unique values, duplicate keys. Gathers the
+/// rows and the index values; `checked(key, row)` is called for each record that passes, in
+/// batch order (its text document is made from it).
 fn check_rows(
     def: &TableDef,
     state: &TableState,
@@ -245,7 +282,6 @@ fn check_rows(
     let mut batch = Batch {
         rows: Vec::with_capacity(capacity),
         values: (0..def.indexes.len()).map(|_| HashMap::default()).collect(),
-        text: None,
     };
     let mut keys: HashSet<Arc<str>, StrState> =
         HashSet::with_capacity_and_hasher(capacity, StrState::default());

@@ -213,6 +213,30 @@ fn a_text_callback_that_panics_in_a_large_batch_writes_nothing() {
     }));
     assert!(result.is_err(), "the panic reaches the caller");
     assert_eq!(store.snapshot().count(&notes).expect("count"), 0);
+    // The rows are written while the text thread works: a transaction that outlives the
+    // panic holds only what it held before the call.
+    let mut tx = store.begin();
+    tx.insert(&notes, ("first".into(), "kept".into()))
+        .expect("insert");
+    let result = catch_unwind(AssertUnwindSafe(|| tx.insert_many(&notes, batch.clone())));
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(tx.view().count(&notes).expect("count"), 1);
+    assert!(
+        tx.view()
+            .search(&notes, "note", 5)
+            .expect("search")
+            .is_empty()
+    );
+    let changes = tx.commit().changes;
+    assert_eq!(changes.changes.len(), 1);
+    assert_eq!(
+        store
+            .snapshot()
+            .search(&notes, "kept", 2)
+            .expect("search")
+            .len(),
+        1
+    );
     batch[4150].1 = "fine".into();
     store
         .write(|tx| tx.insert_many(&notes, batch))
