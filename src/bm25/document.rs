@@ -131,6 +131,15 @@ impl Document {
         });
     }
 
+    /// Removes every field, keeping the buffers' room for the next document.
+    pub(crate) fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+        self.names.clear();
+        self.fields.clear();
+        self.runs.clear();
+    }
+
     /// Adds an empty field named `name` and returns its number.
     pub(crate) fn add_field(&mut self, name: &str) -> usize {
         let start = self.names.len();

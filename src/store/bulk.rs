@@ -35,8 +35,8 @@ use std::{mem, panic, thread};
 
 use imbl::ordmap::Entry;
 
-use crate::bm25::BulkLoad;
 use crate::bm25::hash::StrState;
+use crate::bm25::{BulkLoad, Document};
 
 use super::error::StoreError;
 use super::index_keys::IndexKeys;
@@ -145,13 +145,11 @@ impl WriteTxn {
         let state = &self.working.tables[id];
         let size = rows.size_hint().0;
         let mut text = def.text.as_ref().zip(text_load(state, size));
+        let mut document = Document::new();
         let batch = check_rows(def, state, rows, size, |key, row| {
             if let Some((text, load)) = &mut text {
-                load.add(
-                    Arc::clone(key),
-                    &text.document_of(row),
-                    Some(Arc::clone(row)),
-                );
+                text.fill_document(row, &mut document);
+                load.add(Arc::clone(key), &document, Some(Arc::clone(row)));
             }
         })?;
         if let (Some(index), Some((_, load))) = (&mut self.working.tables[id].text, text) {
@@ -186,8 +184,10 @@ impl WriteTxn {
             let spawned = thread::Builder::new()
                 .name("capstore-bulk-text".into())
                 .spawn_scoped(scope, move || {
+                    let mut document = Document::new();
                     for (key, row) in blocks.into_iter().flatten() {
-                        load.add(key, &text.document_of(&row), Some(row));
+                        text.fill_document(&row, &mut document);
+                        load.add(key, &document, Some(row));
                     }
                     load
                 });
