@@ -33,8 +33,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, mpsc};
 use std::{mem, panic, thread};
 
-use imbl::ordmap::Entry;
-
 use crate::bm25::hash::StrState;
 use crate::bm25::{BulkLoad, Document};
 
@@ -320,24 +318,26 @@ impl TableState {
     /// the batch's keys that carry it, in value order: an ordered map takes keys in order
     /// several times faster than in hash order, where each insert walks a different path of
     /// nodes (100,000 string keys into an `imbl::OrdMap`: ~20 ms sorted, ~100 ms shuffled).
+    ///
+    /// A new value is inserted without `OrdMap::entry`, which walks the tree three times for
+    /// it (to look, to insert, to hand back the value); an index empty before the batch (a
+    /// catalog loaded into a new store) is not searched at all.
     fn put_batch(&mut self, rows: Vec<(Arc<str>, Row)>, values: Vec<BatchValues>) {
         for (key, row) in rows {
             self.rows.insert(key, row);
         }
         for (map, groups) in self.indexes.iter_mut().zip(values) {
+            let was_empty = map.is_empty();
             let mut groups: Vec<(Arc<str>, Keys)> = groups.into_iter().collect();
             groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (value, keys) in groups {
                 let mut keys = keys.into_vec();
                 keys.sort_unstable();
-                match map.entry(value) {
-                    Entry::Occupied(mut held) => {
-                        for key in keys {
-                            held.get_mut().insert(key);
-                        }
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert(IndexKeys::from_sorted(keys));
+                let held = if was_empty { None } else { map.get_mut(&value) };
+                match held {
+                    Some(held) => keys.into_iter().for_each(|key| held.insert(key)),
+                    None => {
+                        map.insert(value, IndexKeys::from_sorted(keys));
                     }
                 }
             }

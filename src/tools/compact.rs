@@ -29,7 +29,10 @@ pub(super) struct Compacted {
 /// Reads any JSON value from `deserializer` into [`Compacted`].
 pub(super) fn compact<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Compacted, D::Error> {
     let mut state = State {
-        out: Vec::new(),
+        // Most schemas fit in 512 bytes (the bundled catalog's median is 316), so the text is
+        // written without growing its buffer, each growth a copy; `compact`'s caller copies
+        // the text into its own allocation anyway.
+        out: Vec::with_capacity(512),
         depth: 0,
         top_type: None,
     };
