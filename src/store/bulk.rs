@@ -160,7 +160,9 @@ impl WriteTxn {
     /// checks the records and hands each block of those that passed to the text thread, then
     /// writes the rows and the indexes while the text thread finishes (it has the longer
     /// part: making a record's document and adding its postings takes about twice as long as
-    /// checking it), and last adds the text segment.
+    /// checking it), and last adds the text segment. Laying the segment out after the rows are
+    /// written, rather than before as [`insert_here`](Self::insert_here) does, holds both at
+    /// once for a moment: a million-tool catalog's peak grows by ~10 MB (of ~2.4 GB).
     ///
     /// Everything the text side allocates and frees stays on its thread: only the blocks of
     /// `Arc`s cross (memory freed on another thread than the one that allocated it contends
