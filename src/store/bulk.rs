@@ -218,7 +218,7 @@ impl WriteTxn {
             };
             // What the transaction held, to put back if the text thread panicked (a copy of
             // persistent maps: O(1)).
-            let before = (self.working.clone(), self.pending.clone());
+            let before = self.savepoint();
             let keys = self.write_rows(id, batch);
             match text_thread.join() {
                 Ok(load) => {
@@ -228,7 +228,8 @@ impl WriteTxn {
                     Ok(keys)
                 }
                 Err(panic) => {
-                    (self.working, self.pending) = before;
+                    // The transaction's own savepoint: `rollback_to` cannot refuse it.
+                    let _ = self.rollback_to(before);
                     panic::resume_unwind(panic)
                 }
             }
