@@ -13,6 +13,9 @@
 //! interleaved, values are dropped outside the timings, and the medians are printed with the
 //! ratio of capstore's load to the `Value` parse.
 //! `--load-only` skips the `Value` parse (for peak memory: `/usr/bin/time -v`).
+//! `--cpu` (Linux) also prints the CPU time each step took, from `/proc`: the process's
+//! (every thread's, in the kernel's 10 ms ticks) and the calling thread's alone (in ns). On a
+//! machine with c cores a step cannot take less wall time than its process CPU time ÷ c.
 //! `--register N` then times N single registrations into the last loaded store (one new tool
 //! inserted and committed, then deleted untimed so the store keeps its size) and a snapshot.
 
@@ -37,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut file = None;
     let mut runs = 3usize;
     let mut load_only = false;
+    let mut cpu = false;
     let mut register = 0usize;
     let mut how = How::LoadFile;
     let mut it = args.iter();
@@ -44,6 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match arg.as_str() {
             "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
             "--load-only" => load_only = true,
+            "--cpu" => cpu = true,
             "--clone" => how = How::LoadInto,
             "--two-steps" => how = How::MoveInto,
             "--register" => register = it.next().ok_or("--register needs a value")?.parse()?,
@@ -53,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let file = file.ok_or("usage: load_scale FILE [--runs N] | --gen N FILE")?;
     let (mut read, mut value, mut parse, mut load, mut total) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut value_cpu, mut load_cpu) = (vec![], vec![]);
     let mut tools = 0;
     let mut last = None;
     for _ in 0..runs.max(1) {
@@ -60,12 +66,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = Instant::now();
             let text = std::fs::read_to_string(&file)?;
             read.push(start.elapsed().as_secs_f64());
-            let start = Instant::now();
+            let (start, before) = (Instant::now(), Cpu::now());
             let parsed = serde_json::from_str::<serde_json::Value>(&text)?;
             value.push(start.elapsed().as_secs_f64());
+            value_cpu.push(Cpu::since(before));
             drop((parsed, text));
         }
         let store = Store::new();
+        let before = Cpu::now();
         let report = if how == How::LoadFile {
             let start = Instant::now();
             let report = Catalog::load_file(&file, &store)?;
@@ -89,6 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             total.push(parsed + loaded);
             report
         };
+        load_cpu.push(Cpu::since(before));
         tools = report.tools.len();
         drop((report, last.replace(store)));
     }
@@ -123,6 +132,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         total * 1e3,
         total * 1e6 / tools.max(1) as f64
     );
+    if cpu {
+        print_cpu(&value_cpu, &load_cpu, value, total);
+    }
     if let Some(store) = last.filter(|_| register > 0) {
         registrations(&store, register)?;
     }
@@ -187,6 +199,74 @@ fn registrations(store: &Store, n: usize) -> Result<(), Box<dyn std::error::Erro
         p90(snapshot) * 1e6
     );
     Ok(())
+}
+
+/// CPU time so far, from `/proc` (Linux): the process's, every thread's, living or ended, in
+/// seconds (the kernel counts it in ticks of 1/100 s), and the calling thread's, in seconds
+/// (counted in ns). `None` where `/proc` does not have them.
+#[derive(Clone, Copy)]
+struct Cpu {
+    process: f64,
+    thread: f64,
+}
+
+impl Cpu {
+    fn now() -> Option<Cpu> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // After the command name (in parentheses, which may hold spaces) come the fields
+        // from the third on: utime and stime are the 14th and 15th.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: f64 =
+            fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+        let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        let ns: f64 = schedstat.split_whitespace().next()?.parse().ok()?;
+        Some(Cpu {
+            process: ticks / 100.0,
+            thread: ns * 1e-9,
+        })
+    }
+
+    /// The CPU time from `before` to now: (process, calling thread).
+    fn since(before: Option<Cpu>) -> Option<(f64, f64)> {
+        let (now, before) = (Cpu::now()?, before?);
+        Some((now.process - before.process, now.thread - before.thread))
+    }
+}
+
+/// Prints the medians of the CPU times taken by the `Value` parse and by the load, and what
+/// they mean on this machine's cores: with c cores the load cannot take less wall time than
+/// its process CPU time ÷ c.
+fn print_cpu(
+    value: &[Option<(f64, f64)>],
+    load: &[Option<(f64, f64)>],
+    value_wall: f64,
+    load_wall: f64,
+) {
+    let process =
+        |times: &[Option<(f64, f64)>]| median(times.iter().flatten().map(|t| t.0).collect());
+    let thread =
+        |times: &[Option<(f64, f64)>]| median(times.iter().flatten().map(|t| t.1).collect());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("CPU time, medians (process = every thread; calling thread alone):");
+    println!(
+        "  Value parse: process {:7.1} ms, calling thread {:7.1} ms (wall {:.1} ms)",
+        process(value) * 1e3,
+        thread(value) * 1e3,
+        value_wall * 1e3
+    );
+    println!(
+        "  load:        process {:7.1} ms, calling thread {:7.1} ms (wall {:.1} ms)",
+        process(load) * 1e3,
+        thread(load) * 1e3,
+        load_wall * 1e3
+    );
+    let floor = process(load) / cores as f64;
+    println!(
+        "  the load's process CPU / {cores} cores = {:.1} ms = {:.2}x the Value parse's wall time: \
+         the least this load's work could take here, spread perfectly over the cores",
+        floor * 1e3,
+        floor / value_wall
+    );
 }
 
 fn median(mut times: Vec<f64>) -> f64 {
