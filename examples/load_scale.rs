@@ -66,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = Instant::now();
             let text = std::fs::read_to_string(&file)?;
             read.push(start.elapsed().as_secs_f64());
-            let (start, before) = (Instant::now(), Cpu::now());
+            let (before, start) = (Cpu::now(), Instant::now());
             let parsed = serde_json::from_str::<serde_json::Value>(&text)?;
             value.push(start.elapsed().as_secs_f64());
             value_cpu.push(Cpu::since(before));
@@ -246,14 +246,20 @@ fn print_cpu(
         |times: &[Option<(f64, f64)>]| median(times.iter().flatten().map(|t| t.0).collect());
     let thread =
         |times: &[Option<(f64, f64)>]| median(times.iter().flatten().map(|t| t.1).collect());
+    if load.iter().all(Option::is_none) {
+        println!("CPU time: not readable here (it is read from Linux's /proc)");
+        return;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("CPU time, medians (process = every thread; calling thread alone):");
-    println!(
-        "  Value parse: process {:7.1} ms, calling thread {:7.1} ms (wall {:.1} ms)",
-        process(value) * 1e3,
-        thread(value) * 1e3,
-        value_wall * 1e3
-    );
+    if !value.is_empty() {
+        println!(
+            "  Value parse: process {:7.1} ms, calling thread {:7.1} ms (wall {:.1} ms)",
+            process(value) * 1e3,
+            thread(value) * 1e3,
+            value_wall * 1e3
+        );
+    }
     println!(
         "  load:        process {:7.1} ms, calling thread {:7.1} ms (wall {:.1} ms)",
         process(load) * 1e3,
@@ -261,6 +267,9 @@ fn print_cpu(
         load_wall * 1e3
     );
     let floor = process(load) / cores as f64;
+    if value.is_empty() {
+        return;
+    }
     println!(
         "  the load's process CPU / {cores} cores = {:.1} ms = {:.2}x the Value parse's wall time: \
          the least this load's work could take here, spread perfectly over the cores",
