@@ -914,6 +914,61 @@ fn select_keeps_the_tools_vectors_in_the_vector_cache() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `eval --conversations --sweep --plot` runs the grid of list settings: one line a setting,
+/// the default marked, each line's figures those of a plain run with that policy; the plot is
+/// an SVG with the default ringed. `--plot` without `--sweep` is an error.
+#[test]
+fn eval_sweeps_list_settings_and_plots_recall_against_tokens() {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let svg = dir.join("sweep.svg");
+    let file = "tests/fixtures/conversations/tiny.jsonl";
+    let (out, _) = ok(&[
+        "eval",
+        "--conversations",
+        file,
+        "--sweep",
+        "--plot",
+        svg.to_str().expect("utf-8"),
+    ]);
+    let mut lines = out.lines();
+    assert!(
+        lines
+            .next()
+            .expect("header")
+            .starts_with("retrieval\tturn\tlist\tmessage\trecall"),
+        "{out}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
+    assert!(
+        rows.len() > 20 && rows.iter().all(|r| r[0] == "lexical"),
+        "{out}"
+    );
+    let defaults: Vec<&Vec<&str>> = rows.iter().filter(|r| r[11] == "*").collect();
+    assert_eq!(defaults.len(), 1, "{out}");
+    // The default's figures are a plain run's.
+    let (plain, _) = ok(&["eval", "--conversations", file]);
+    let default = defaults[0];
+    assert!(
+        plain.contains(&format!("recall of each turn's tools: {}%", default[4])),
+        "{default:?} vs {plain}"
+    );
+    assert!(
+        plain.contains(&format!(" tools, {} tokens;", default[10])),
+        "{default:?} vs {plain}"
+    );
+    let plot = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(plot.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(plot.contains("default (lexical): "), "{plot}");
+    assert_eq!(
+        plot.matches("<circle").count(),
+        rows.len() + 2,
+        "a dot a setting, the ring, the legend"
+    );
+    let error = fails(&["eval", "--conversations", file, "--plot", "x.svg"]);
+    assert_eq!(error, "capstore: eval: --plot needs --sweep");
+}
+
 /// `eval --conversations` runs scripted conversations over the bundled catalog, prints the
 /// multi-turn figures and writes each turn; a bad file or an unknown tool is a clear error.
 #[test]

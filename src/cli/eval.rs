@@ -18,6 +18,7 @@ USAGE:
                   [--vector-cache FILE]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
                   [--embedder DIR [--lexical-weight W] [--depth N] [--vector-cache FILE]]
+                  [--sweep [--plot FILE.svg]]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --conversations FILE      scripted conversations, one JSON object a line; tools from the
@@ -25,6 +26,10 @@ CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --policy JSON             selection policy fields over the default, e.g. '{\"max_tools\": 12}'
                               (the catalog's pinned tools are added)
     --turns-out FILE          write each turn ({conversation, turn, sent, missed, tokens, ...}) a line
+    --sweep                   run a grid of list settings (tools a turn, tools in the list, tools
+                              the message alone brings), lexical and, with --embedder, hybrid;
+                              print one line a setting (the default marked *)
+    --plot FILE.svg           with --sweep: recall against tokens a turn, the default marked
     --embedder DIR ...        hybrid retrieval for every turn, as for single queries below
 
 EVAL OPTIONS:
@@ -245,6 +250,8 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     let mut file = None;
     let mut policy = SelectionPolicy::default();
     let mut turns_out = None;
+    let mut sweep = false;
+    let mut plot = None;
     let mut hybrid = HybridArgs::default();
     let mut it = Args::new(args);
     while let Some(flag) = it.next() {
@@ -258,10 +265,18 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
                     serde_json::from_str(it.value(flag)?).map_err(|e| format!("--policy: {e}"))?;
             }
             "--turns-out" => turns_out = Some(it.value(flag)?.to_owned()),
+            "--sweep" => sweep = true,
+            "--plot" => plot = Some(it.value(flag)?.to_owned()),
             other => return Err(super::args::unknown("eval --conversations", other)),
         }
     }
     let file = file.ok_or("eval: --conversations FILE is required")?;
+    if plot.is_some() && !sweep {
+        return Err("eval: --plot needs --sweep".into());
+    }
+    if sweep && turns_out.is_some() {
+        return Err("eval: --turns-out writes one run's turns, not a --sweep's".into());
+    }
     let conversations = load_conversations(&file).map_err(|e| e.to_string())?;
     // The fusion flags are checked (and the model read) before the tools are loaded.
     let (retrieval, embedder) = hybrid.load()?;
@@ -274,6 +289,24 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     // Without --embedder the policy's own retrieval stands (lexical unless --policy says).
     if embedder.is_some() {
         policy.retrieval = retrieval;
+    }
+    if sweep {
+        let hybrid = match embedder {
+            Some(embedding) => {
+                embedding.embed_tools(&loaded.store)?;
+                Some((retrieval, embedding.model()))
+            }
+            None => None,
+        };
+        let points =
+            super::sweep::sweep(&loaded.store.snapshot(), &policy, hybrid, &conversations)?;
+        print!("{}", super::sweep::table(&points));
+        if let Some(path) = &plot {
+            let title = format!("{file}: recall against tokens a turn");
+            std::fs::write(path, super::sweep::svg(&points, &title))
+                .map_err(|e| format!("{path}: {e}"))?;
+        }
+        return Ok(());
     }
     let mut builder = ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
     if let Some(embedding) = embedder {
@@ -297,9 +330,10 @@ fn print_conversations(file: &str, source: &str, report: &ConversationReport) {
         m.turns
     );
     say!(
-        "recall of each turn's tools: {:.1}% (every tool sent: {:.1}% of turns)",
+        "recall of each turn's tools: {:.1}% (every tool sent: {:.1}% of turns); within one search: {:.1}%",
         m.recall,
-        m.complete
+        m.complete,
+        m.reachable
     );
     say!(
         "prefix-stable follow-ups: {:.1}% of {} within one topic, {:.1}% of all {}",

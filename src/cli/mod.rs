@@ -21,6 +21,7 @@ mod select;
 mod serve;
 mod source;
 mod stats;
+mod sweep;
 mod synth;
 
 use std::cell::RefCell;

@@ -24,7 +24,7 @@ use super::hybrid::{FusedHit, fuse, query_vector};
 use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
 use super::selection::{
-    DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+    Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
 };
 use super::turn::Turn;
 
@@ -220,19 +220,23 @@ impl ContextBuilder {
         };
         let search_k = hybrid.map_or(k, |h| k.max(h.depth));
         let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, search_k)?;
-        let fused = match hybrid {
+        // The nearest tool vectors to the message alone, for both channels' fusion.
+        let dense = match hybrid {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
                 let vector = query_vector(embedder, turn)?;
                 let model = embedder.model_id();
-                let dense = self
-                    .nearest
-                    .nearest_keys(snapshot, model, &vector, hybrid.depth)?;
-                let words = turn.message.unicode_words().count();
-                Some(fuse(&hits, dense, words, &hybrid, k))
+                Some(
+                    self.nearest
+                        .nearest_keys(snapshot, model, &vector, hybrid.depth)?,
+                )
             }
             None => None,
         };
+        let fused = hybrid.zip(dense.as_ref()).map(|(hybrid, dense)| {
+            let words = turn.message.unicode_words().count();
+            fuse(&hits, dense.clone(), words, &hybrid, k)
+        });
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
         let explainer = Explainer {
@@ -247,7 +251,7 @@ impl ContextBuilder {
         } else {
             None
         };
-        let (needed, tokens, matched) = match direct {
+        let (conversation, _, matched) = match direct {
             Some(filled) => filled,
             None => {
                 let retrieved = match &fused {
@@ -264,8 +268,16 @@ impl ContextBuilder {
                 )?
             }
         };
+        let tools_table = snapshot.lookup(&TOOLS)?;
+        let reads_history = self.reads_history(turn);
+        let message = if reads_history {
+            self.message_channel(snapshot, turn, dense.as_deref(), tools_table)?
+        } else {
+            Vec::new()
+        };
+        let (needed, tokens) =
+            self.merge_channels(message, conversation, reads_history, &mut dropped);
         let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
-            let tools_table = snapshot.lookup(&TOOLS)?;
             self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
         } else {
             (needed, tokens)
@@ -521,7 +533,7 @@ impl ContextBuilder {
 
     /// The tools' BM25 search for the top `k`: the hits that pass the tag filters, and those
     /// the filters cut, as dropped entries. `hashed` is `query`, hashed.
-    fn search_tools<'a>(
+    pub(super) fn search_tools<'a>(
         &self,
         snapshot: &'a Snapshot,
         query: &[(&str, f32)],
@@ -629,7 +641,7 @@ impl ContextBuilder {
     /// Why a hit scoring `score` is dropped by the score thresholds (the best hit scoring
     /// `best`), if it is.
     #[inline]
-    fn below_thresholds(&self, score: f32, best: f32) -> Option<DropReason> {
+    pub(super) fn below_thresholds(&self, score: f32, best: f32) -> Option<DropReason> {
         let p = &self.policy;
         if score < p.min_score {
             Some(DropReason::BelowMinScore {
@@ -747,6 +759,8 @@ impl ContextBuilder {
                 tool,
                 score: c.rank_score(),
                 reasons: c.reasons(explainer),
+                // Labelled by `merge_channels`, which knows the turn.
+                channel: Channel::Conversation,
                 tokens,
             });
         }

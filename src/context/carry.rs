@@ -9,7 +9,7 @@ use crate::Tool;
 use crate::store::RowLookup;
 
 use super::builder::ContextBuilder;
-use super::selection::{DropReason, Dropped, Reason, Reasons, SelectedTool};
+use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::PreviousTool;
 
 /// A place in the list being built.
@@ -31,11 +31,11 @@ impl Slot {
 impl ContextBuilder {
     /// The list to send: `previous` in its order (a tool the turn needs takes its place there
     /// with this turn's reasons; one gone from the store or now turned away by the tag filters
-    /// leaves), then the turn's other `needed` tools (ranked, as [`Self::fill`] gave them) at
-    /// the end. Over `max_tools` or the token budget, the list is re-packed: carried tools are
-    /// evicted, stalest first (ties: the later in the list first, which keeps more of the
-    /// prefix), until a whole turn's tools (`max_turn_tools`, and the same share of the token
-    /// budget) fit again, so that the next turns can append without another re-pack.
+    /// leaves), then the turn's other `needed` tools (ranked, as
+    /// [`Self::merge_channels`] gave them) at the end. Over `max_tools` or the token budget,
+    /// the list is re-packed: carried tools are evicted, stalest first (ties: the later in the
+    /// list first, which keeps more of the prefix), until a whole turn's tools
+    /// (`max_turn_tools + message.max_tools`, and the same share of the token budget) fit again, so that the next turns can append without another re-pack.
     /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
     pub(super) fn carry_over(
         &self,
@@ -79,6 +79,7 @@ impl ContextBuilder {
                 continue;
             };
             let tokens = self.tokens_of(entry.record);
+            let idle = kept.idle_turns.saturating_add(1);
             list.push(Slot::Carried {
                 tool: SelectedTool {
                     key: Arc::clone(entry.key),
@@ -86,17 +87,21 @@ impl ContextBuilder {
                     rank: 0,
                     score: 0.0,
                     reasons: Reasons::one(Reason::KeptFromLastTurn),
+                    channel: Channel::Kept { idle_turns: idle },
                     tokens,
                 },
-                idle: kept.idle_turns.saturating_add(1),
+                idle,
             });
         }
         list.extend(needed.into_iter().flatten().map(Slot::Needed));
 
         let mut count = list.len();
         let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
-        // After a re-pack: room for a whole turn's tools, in count and in share of the budget.
-        let room = p.max_tools.saturating_sub(self.turn_tools());
+        // After a re-pack: room for a whole turn's tools (the message's and the
+        // conversation's), in count and in share of the budget.
+        let room = p
+            .max_tools
+            .saturating_sub(self.turn_tools() + p.message.max_tools);
         let share = room as f64 / p.max_tools.max(1) as f64;
         let over_budget = |total: usize, share: f64| {
             p.token_budget

@@ -9,7 +9,7 @@ use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
 
 use super::query_terms::QueryTerms;
-use super::selection::{Reason, Reasons, SelectedTool, Selection};
+use super::selection::{Channel, Reason, Reasons, SelectedTool, Selection};
 
 /// The name of the built-in discovery tool.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -108,6 +108,7 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
                 rank,
                 score: 0.0,
                 reasons: Reasons::one(Reason::Fallback),
+                channel: Channel::All,
             });
         }
     }

@@ -12,14 +12,38 @@
 //!    in [hybrid retrieval](#hybrid-retrieval), by BM25 and their vectors, fused).
 //!    Pinned tools and skills are always in.
 //! 4. **Policy** ([`SelectionPolicy`]): tag filters, score thresholds, tool and skill limits, a
-//!    token budget, what to do when nothing matches: the turn's own tools, at most
-//!    `max_turn_tools`.
-//! 5. **The list across turns**: last turn's list is carried on and the turn's new tools are
+//!    token budget, what to do when nothing matches.
+//! 5. **The message alone** ([`MessagePolicy`]): when the query read more than the message, the
+//!    message is searched on its own too, and its best few tools join the turn's own, in
+//!    front of the rest ([a turn's channels](#a-turns-channels)).
+//! 6. **The list across turns**: last turn's list is carried on and the turn's new tools are
 //!    appended; a list grown past `max_tools` is re-packed by staleness (below).
-//! 6. The [`Selection`] says, for each tool, why; and for near misses, why not.
+//! 7. The [`Selection`] says, for each tool, why, and which channel brought it
+//!    ([`Channel`]); for near misses, why not.
 //!
 //! Without a builder, [`all_tools`] sends everything. [`search_tools_definition`] and
 //! [`search_tools`] let the model pull in what the builder did not pick.
+//!
+//! # A turn's channels
+//! A follow-up's query mixes the message with its history (the earlier messages, decaying, and
+//! the names of tools used lately), which serves the elliptical turn ("book that one") and
+//! outvotes the message that plainly asks for something new ("what's the weather there?" after
+//! a trip booked: eight travel tools the history matches rank above the forecast). So a turn's
+//! tools come from three channels, merged by rule:
+//!
+//! | channel | what it searches | enters the list |
+//! |---|---|---|
+//! | [`Channel::Message`] | the message alone (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
+//! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools` |
+//! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
+//!
+//! How many the message brings follows its evidence: none when its best tool scores under
+//! `message.min_evidence` BM25 per word of the message (in hybrid retrieval, and the nearest
+//! tool's cosine under `message.min_cosine`): an elliptical message has little; up to
+//! `message.max_tools` of those within `message.min_relative_score` of its best otherwise. A
+//! turn without history has one query, the message, and one channel. Cost: a second BM25
+//! search of the message's few terms, on follow-ups only (the vectors are searched once for
+//! both).
 //!
 //! # The tool list across turns
 //! Providers cache a request by its prefix, and the tool definitions come first in it (OpenAI's
@@ -28,24 +52,25 @@
 //! cache from *i* on, for the tools and the whole conversation after them. Recall comes first
 //! all the same: a tool the message needs is always sent. So, each turn:
 //!
-//! 1. The turn selects its own tools (at most `max_turn_tools`), as a single turn would.
+//! 1. The turn selects its own tools (at most `max_turn_tools` with its history, and
+//!    `message.max_tools` more on the message alone: [a turn's channels](#a-turns-channels)).
 //! 2. Last turn's list ([`Turn::previous`]) stays in place, in its order; a tool the turn
 //!    needs keeps its place there. The turn's other tools are appended at the end.
 //! 3. If the list is now longer than `max_tools` (or over the token budget), it is
 //!    **re-packed** once: tools carried from earlier turns are evicted, the stalest first
 //!    (turns since a turn needed it or the model called it: [`PreviousTool::idle_turns`],
 //!    which a [`Conversation`] keeps; among equals the later in the list, which keeps more of
-//!    the prefix), until a whole turn's tools fit again (`max_tools - max_turn_tools`, and
-//!    the same share of the budget). That room lets the next turns append without another
+//!    the prefix), until a whole turn's tools fit again (`max_tools - max_turn_tools -
+//!    message.max_tools`, and the same share of the budget). That room lets the next turns append without another
 //!    re-pack, so a topic switch costs one re-pack rather than a little churn every turn. A
 //!    tool the turn needs is never evicted.
 //!
 //! Evicted tools are reported in [`Selection::dropped`] as [`DropReason::Stale`]. Cost: a
 //! hash map of the turn's tools and one pass over last turn's list (a look-up per carried
-//! tool). The defaults (`max_turn_tools` 11, `max_tools` 24) were chosen on the development
-//! conversations in `bench/conversations/` (`capstore eval --conversations`; BENCHMARKS.md,
-//! "Conversations"): the most recall whose tokens per turn stay under the previous default's
-//! (16 tools every turn, nearly all of them this turn's).
+//! tool). The defaults were chosen on the development conversations in
+//! `bench/conversations/` from the curve of recall against tokens a turn that
+//! `capstore eval --conversations FILE --sweep --plot FILE.svg` draws (BENCHMARKS.md,
+//! "Conversations").
 //!
 //! # Hybrid retrieval
 //! With [`Retrieval::Hybrid`] in the policy and an [`Embedder`](crate::embed::Embedder) on the
@@ -105,6 +130,7 @@ mod budget;
 mod builder;
 mod candidates;
 mod carry;
+mod channels;
 mod discovery;
 mod error;
 mod hybrid;
@@ -119,7 +145,9 @@ pub use budget::estimate_tokens;
 pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
-pub use policy::{HybridPolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy};
+pub use policy::{HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy};
 pub use query_terms::QueryTerms;
-pub use selection::{DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection};
+pub use selection::{
+    Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+};
 pub use turn::{Conversation, PreviousTool, Turn};

@@ -172,6 +172,65 @@ impl HybridPolicy {
     }
 }
 
+/// The message channel's knobs: how many of the tools that the message alone ranks best enter
+/// the list whatever its history says ([a turn's channels](super#a-turns-channels)). How many
+/// follows how clear the message's evidence is: none when its best tool scores little for the
+/// message's length (an elliptical "book that one"), up to `max_tools` when several tools
+/// score close to the best.
+///
+/// ```
+/// use capstore::context::MessagePolicy;
+/// let p = MessagePolicy::default();
+/// assert_eq!(p.max_tools, 3);
+/// let off = MessagePolicy { max_tools: 0, ..MessagePolicy::default() };
+/// # let _ = off;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MessagePolicy {
+    /// At most this many tools enter on the message alone (0 turns the channel off), on top of
+    /// the `max_turn_tools` that the message with its history selects (a tool both bring
+    /// counts once); the list makes room for them by evicting the stalest carried tools.
+    /// Default 3.
+    pub max_tools: usize,
+    /// A tool enters if the message alone scores it at least this fraction of its best tool's
+    /// score (BM25; the fused score in hybrid retrieval). Default 0.5.
+    pub min_relative_score: f32,
+    /// The evidence the message must carry for the channel to open: its best tool's BM25
+    /// score per word of the message. Default 0.3.
+    pub min_evidence: f32,
+    /// In hybrid retrieval, the channel also opens when the nearest tool vector's cosine with
+    /// the message's is at least this. Default 0.5.
+    pub min_cosine: f32,
+}
+
+impl Default for MessagePolicy {
+    fn default() -> Self {
+        MessagePolicy {
+            max_tools: 3,
+            min_relative_score: 0.5,
+            min_evidence: 0.3,
+            min_cosine: 0.5,
+        }
+    }
+}
+
+impl MessagePolicy {
+    fn validate(&self) -> Result<(), PolicyError> {
+        let fail = |field, reason| Err(PolicyError { field, reason });
+        if !(0.0..=1.0).contains(&self.min_relative_score) {
+            return fail("message.min_relative_score", "must be between 0 and 1");
+        }
+        if !self.min_evidence.is_finite() || self.min_evidence < 0.0 {
+            return fail("message.min_evidence", "must be a finite number >= 0");
+        }
+        if !self.min_cosine.is_finite() {
+            return fail("message.min_cosine", "must be a finite number");
+        }
+        Ok(())
+    }
+}
+
 /// The selection policy. Every field has a default ([`SelectionPolicy::default`]); build on it
 /// with struct update syntax.
 ///
@@ -240,6 +299,9 @@ pub struct SelectionPolicy {
     pub explain: bool,
     /// Lexical (BM25, the default) or hybrid (BM25 and a sentence embedder, fused).
     pub retrieval: Retrieval,
+    /// The message channel: how many tools the message alone brings in, whatever its history
+    /// says.
+    pub message: MessagePolicy,
 }
 
 impl Default for SelectionPolicy {
@@ -267,6 +329,7 @@ impl Default for SelectionPolicy {
             on_no_match: NoMatch::PinnedOnly,
             explain: true,
             retrieval: Retrieval::Lexical,
+            message: MessagePolicy::default(),
         }
     }
 }
@@ -329,6 +392,7 @@ impl SelectionPolicy {
         if let Retrieval::Hybrid(hybrid) = &self.retrieval {
             hybrid.validate()?;
         }
+        self.message.validate()?;
         let fractions = [
             ("min_relative_score", self.min_relative_score),
             ("skill_min_relative_score", self.skill_min_relative_score),

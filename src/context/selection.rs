@@ -270,6 +270,52 @@ pub enum DropReason {
     },
 }
 
+/// Which of a turn's channels brought a selected tool: the message alone, the message read
+/// with its history, the list carried from earlier turns, or the policy's pins (see [the
+/// channels](super#a-turns-channels)). Printed as the explanation says it:
+///
+/// ```
+/// use capstore::context::Channel;
+/// assert_eq!(Channel::Message.to_string(), "named by this message");
+/// assert_eq!(Channel::Conversation.to_string(), "from the conversation");
+/// assert_eq!(Channel::Kept { idle_turns: 1 }.to_string(), "kept from the last turn");
+/// assert_eq!(Channel::Kept { idle_turns: 3 }.to_string(), "kept from 3 turns ago");
+/// assert_eq!(Channel::Pinned.to_string(), "pinned");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Channel {
+    /// Pinned by the policy (a pinned tool, or a tool of a pinned skill).
+    Pinned,
+    /// The message alone asks for it: its name is written there, or a search of the message
+    /// without its history ranks it among its best few.
+    Message,
+    /// The message read with its history (earlier messages, tools used lately, tools found
+    /// with `search_tools`) brought it.
+    Conversation,
+    /// Carried on from the list of an earlier turn, which last needed it this many turns ago.
+    Kept {
+        /// Turns since a turn needed it or the model called it (1: the last turn did).
+        idle_turns: u32,
+    },
+    /// Every tool is sent: [`all_tools`](super::all_tools), or a turn that matched nothing
+    /// under [`NoMatch::All`](super::NoMatch::All).
+    All,
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Channel::Pinned => f.write_str("pinned"),
+            Channel::Message => f.write_str("named by this message"),
+            Channel::Conversation => f.write_str("from the conversation"),
+            Channel::Kept { idle_turns: 0 | 1 } => f.write_str("kept from the last turn"),
+            Channel::Kept { idle_turns } => write!(f, "kept from {idle_turns} turns ago"),
+            Channel::All => f.write_str("every tool is sent"),
+        }
+    }
+}
+
 /// A selected tool.
 ///
 /// ```
@@ -299,6 +345,8 @@ pub struct SelectedTool {
     pub score: f32,
     /// Why it was selected, strongest first.
     pub reasons: Reasons,
+    /// Which channel of the turn brought it.
+    pub channel: Channel,
     /// Estimated tokens of its definition.
     pub tokens: usize,
 }

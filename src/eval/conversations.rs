@@ -55,12 +55,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
-use crate::context::{ContextBuilder, Conversation, estimate_tokens};
+use crate::context::{Channel, ContextBuilder, Conversation, estimate_tokens, search_tools};
 use crate::store::Snapshot;
 use crate::tables::TOOLS;
 
 use super::load::EvalError;
+
+/// How many tools the "within one search" figure looks at: `search_tools`'s default limit.
+pub const SEARCH_DEPTH: usize = 5;
 
 /// A scripted conversation.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -150,8 +154,15 @@ pub struct TurnRun {
     pub turn: usize,
     /// The tools sent, in send order.
     pub sent: Vec<String>,
+    /// Which channel brought each tool sent, in send order: "named by this message", "from
+    /// the conversation", "kept from turn N" (N counts the conversation's turns from 1),
+    /// "pinned".
+    pub channels: Vec<String>,
     /// The turn's gold tools that were not sent.
     pub missed: Vec<String>,
+    /// Of those, the ones not within one search either: not among the best
+    /// [`SEARCH_DEPTH`] that `search_tools` returns for the turn's message.
+    pub unreachable: Vec<String>,
     /// How many gold tools the turn has.
     pub gold: usize,
     /// Estimated tokens of the definitions sent.
@@ -174,6 +185,11 @@ pub struct ConversationMetrics {
     pub turns: usize,
     /// Mean share of a turn's gold tools that were sent, over turns with gold tools (%).
     pub recall: f64,
+    /// Mean share of a turn's gold tools that were sent or are reachable within one search
+    /// (among the best [`SEARCH_DEPTH`] that `search_tools` returns for the turn's message),
+    /// over turns with gold tools (%). A floor: the model's own search query is usually better
+    /// than the raw message.
+    pub reachable: f64,
     /// Turns with gold tools that got every one of them sent (%).
     pub complete: f64,
     /// Follow-up turns (every turn but a conversation's first).
@@ -278,15 +294,42 @@ pub fn run_conversations(
                 .take_while(|(a, b)| a.0 == b.0)
                 .count();
             let topic = scripted.topic.as_deref();
+            let missed: Vec<String> = scripted
+                .gold
+                .iter()
+                .filter(|k| !was_sent(k))
+                .cloned()
+                .collect();
+            let unreachable = if missed.is_empty() {
+                Vec::new()
+            } else {
+                let arguments = json!({"query": scripted.user, "limit": SEARCH_DEPTH});
+                let found = search_tools(snapshot, &arguments)
+                    .map_err(|source| EvalError::Store { id: None, source })?;
+                missed
+                    .iter()
+                    .filter(|k| !found.iter().any(|f| f.name == **k))
+                    .cloned()
+                    .collect()
+            };
+            let channels = selection
+                .tools
+                .iter()
+                .map(|t| match t.channel {
+                    // The turn numbered i + 1 last needed it `idle_turns` turns before.
+                    Channel::Kept { idle_turns } => format!(
+                        "kept from turn {}",
+                        (i + 1).saturating_sub(idle_turns as usize)
+                    ),
+                    other => other.to_string(),
+                })
+                .collect();
             turns.push(TurnRun {
                 conversation: c.id.clone(),
                 turn: i,
-                missed: scripted
-                    .gold
-                    .iter()
-                    .filter(|k| !was_sent(k))
-                    .cloned()
-                    .collect(),
+                channels,
+                missed,
+                unreachable,
                 gold: scripted.gold.len(),
                 tokens: sent.iter().map(|(_, t)| t).sum(),
                 cached_tokens: sent.iter().take(common).map(|(_, t)| t).sum(),
@@ -313,8 +356,8 @@ impl ConversationMetrics {
     /// ```
     /// use capstore::eval::{ConversationMetrics, TurnRun};
     /// let turn = |turn: usize, sent: &[&str], stable: bool| TurnRun {
-    ///     conversation: "c".into(), turn, sent: sent.iter().map(|s| s.to_string()).collect(),
-    ///     missed: vec![], gold: 1, tokens: 10 * sent.len(), cached_tokens: if stable { 10 } else { 0 },
+    ///     conversation: "c".into(), turn, sent: sent.iter().map(|s| s.to_string()).collect(), channels: vec![],
+    ///     missed: vec![], unreachable: vec![], gold: 1, tokens: 10 * sent.len(), cached_tokens: if stable { 10 } else { 0 },
     ///     prefix_stable: stable, topic_switch: false };
     /// let m = ConversationMetrics::of(1, &[turn(0, &["a"], false), turn(1, &["a", "b"], true)]);
     /// assert_eq!((m.recall, m.prefix_stable_same_topic, m.tokens_per_turn, m.cached_share), (100.0, 100.0, 15.0, 50.0));
@@ -332,6 +375,10 @@ impl ConversationMetrics {
         let recall_sum: f64 = with_gold
             .iter()
             .map(|t| (t.gold - t.missed.len()) as f64 / t.gold as f64)
+            .sum();
+        let reachable_sum: f64 = with_gold
+            .iter()
+            .map(|t| (t.gold - t.unreachable.len()) as f64 / t.gold as f64)
             .sum();
         let follow_ups: Vec<&TurnRun> = turns.iter().filter(|t| t.turn > 0).collect();
         let same_topic: Vec<&&TurnRun> = follow_ups.iter().filter(|t| !t.topic_switch).collect();
@@ -355,6 +402,7 @@ impl ConversationMetrics {
             conversations,
             turns: turns.len(),
             recall: 100.0 * mean(recall_sum, with_gold.len()),
+            reachable: 100.0 * mean(reachable_sum, with_gold.len()),
             complete: percent(
                 with_gold.iter().filter(|t| t.missed.is_empty()).count(),
                 with_gold.len(),

@@ -50,8 +50,8 @@ mod metrics;
 mod run;
 
 pub use conversations::{
-    ConversationMetrics, ConversationReport, ScriptedConversation, ScriptedTurn, TurnRun,
-    load_conversations, parse_conversations, run_conversations,
+    ConversationMetrics, ConversationReport, SEARCH_DEPTH, ScriptedConversation, ScriptedTurn,
+    TurnRun, load_conversations, parse_conversations, run_conversations,
 };
 pub use load::{EvalError, Query, ToolEntry, load_queries, load_tools, parse_queries, parse_tools};
 pub use metrics::{Metrics, complete_at, mrr_at, ndcg_at, recall_at};

@@ -1,0 +1,306 @@
+//! `capstore eval --conversations FILE --sweep [--plot FILE.svg]`: the multi-turn figures over a
+//! grid of list settings (tools a turn selects, tools the list holds, tools the message alone
+//! brings), lexical and, with `--embedder`, hybrid; a table on stdout and, with `--plot`, recall
+//! against tokens a turn as an SVG with the default policy marked. What the default was chosen
+//! from (BENCHMARKS.md, "Conversations").
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use capstore::Snapshot;
+use capstore::context::{ContextBuilder, MessagePolicy, Retrieval, SelectionPolicy};
+use capstore::embed::{EmbedError, Embedder};
+use capstore::eval::{ConversationMetrics, ScriptedConversation, run_conversations};
+use parking_lot::Mutex;
+
+/// The grid: `max_turn_tools`, `max_tools`, `message.max_tools`.
+const TURN_TOOLS: [usize; 6] = [8, 9, 10, 11, 12, 13];
+const LIST_TOOLS: [usize; 4] = [16, 20, 24, 28];
+const MESSAGE_TOOLS: [usize; 4] = [0, 2, 3, 4];
+
+/// The tokens a turn the plot marks as the target (issue 38's).
+const TOKEN_TARGET: f64 = 2100.0;
+
+/// One setting of the grid and its figures.
+pub(crate) struct Point {
+    hybrid: bool,
+    turn_tools: usize,
+    list_tools: usize,
+    message_tools: usize,
+    metrics: ConversationMetrics,
+    default: bool,
+}
+
+/// Runs every setting of the grid over `conversations`: lexical, and hybrid when `embedder` is
+/// given (`hybrid` is then the retrieval to use). `base` is the policy the grid varies.
+pub(crate) fn sweep(
+    snapshot: &Snapshot,
+    base: &SelectionPolicy,
+    hybrid: Option<(Retrieval, Arc<dyn Embedder>)>,
+    conversations: &[ScriptedConversation],
+) -> Result<Vec<Point>, String> {
+    let defaults = SelectionPolicy::default();
+    let mut retrievals = vec![(Retrieval::Lexical, None)];
+    if let Some((retrieval, model)) = hybrid {
+        // Every setting embeds the same messages: once.
+        let memo: Arc<dyn Embedder> = Arc::new(Memo {
+            model,
+            seen: Mutex::new(HashMap::new()),
+        });
+        retrievals.push((retrieval, Some(memo)));
+    }
+    let mut points = Vec::new();
+    for (retrieval, embedder) in retrievals {
+        for turn_tools in TURN_TOOLS {
+            for list_tools in LIST_TOOLS.into_iter().filter(|&l| l >= turn_tools) {
+                for message_tools in MESSAGE_TOOLS {
+                    let policy = SelectionPolicy {
+                        max_turn_tools: turn_tools,
+                        max_tools: list_tools,
+                        message: MessagePolicy {
+                            max_tools: message_tools,
+                            ..base.message
+                        },
+                        retrieval,
+                        ..base.clone()
+                    };
+                    let mut builder =
+                        ContextBuilder::with_policy(policy).map_err(|e| e.to_string())?;
+                    if let Some(embedder) = &embedder {
+                        builder = builder.with_embedder(Arc::clone(embedder));
+                    }
+                    let report = run_conversations(snapshot, &builder, conversations)
+                        .map_err(|e| e.to_string())?;
+                    points.push(Point {
+                        hybrid: embedder.is_some(),
+                        turn_tools,
+                        list_tools,
+                        message_tools,
+                        metrics: report.metrics,
+                        default: turn_tools == defaults.max_turn_tools
+                            && list_tools == defaults.max_tools
+                            && message_tools == defaults.message.max_tools,
+                    });
+                }
+            }
+        }
+    }
+    Ok(points)
+}
+
+/// An embedder that embeds each text once and remembers its vector.
+struct Memo {
+    model: Arc<dyn Embedder>,
+    seen: Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl Embedder for Memo {
+    fn model_id(&self) -> &str {
+        self.model.model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.model.dimensions()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut seen = self.seen.lock();
+        let new: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !seen.contains_key(*t))
+            .collect();
+        if !new.is_empty() {
+            let vectors = self.model.embed(&new)?;
+            for (text, vector) in new.into_iter().zip(vectors) {
+                seen.insert(text.to_owned(), vector);
+            }
+        }
+        Ok(texts
+            .iter()
+            .map(|t| seen.get(*t).cloned().unwrap_or_default())
+            .collect())
+    }
+}
+
+/// The grid as a table, one setting a line.
+pub(crate) fn table(points: &[Point]) -> String {
+    let mut out = String::from(
+        "retrieval\tturn\tlist\tmessage\trecall\twithin_search\tstable\trepacks_per_switch\tmost_after_switch\ttools\ttokens\tdefault\n",
+    );
+    for p in points {
+        let m = &p.metrics;
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.2}\t{}\t{:.1}\t{:.0}\t{}",
+            if p.hybrid { "hybrid" } else { "lexical" },
+            p.turn_tools,
+            p.list_tools,
+            p.message_tools,
+            m.recall,
+            m.reachable,
+            m.prefix_stable_same_topic,
+            m.repacks_per_switch,
+            m.max_repacks_after_switch,
+            m.tools_per_turn,
+            m.tokens_per_turn,
+            if p.default { "*" } else { "" },
+        );
+    }
+    out
+}
+
+/// Recall against tokens a turn, every setting a dot, each retrieval's best trade (the
+/// settings no other beats on both) joined by a line, the default ringed, the token target a
+/// dashed line.
+pub(crate) fn svg(points: &[Point], title: &str) -> String {
+    const W: f64 = 760.0;
+    const H: f64 = 460.0;
+    const LEFT: f64 = 64.0;
+    const RIGHT: f64 = 24.0;
+    const TOP: f64 = 44.0;
+    const BOTTOM: f64 = 56.0;
+    let tokens = |p: &Point| p.metrics.tokens_per_turn;
+    let recall = |p: &Point| p.metrics.recall;
+    let lo_x = points.iter().map(tokens).fold(f64::INFINITY, f64::min);
+    let hi_x = points
+        .iter()
+        .map(tokens)
+        .fold(TOKEN_TARGET, f64::max)
+        .max(lo_x + 100.0);
+    let (x0, x1) = (
+        (lo_x / 100.0).floor() * 100.0,
+        (hi_x / 100.0).ceil() * 100.0,
+    );
+    let lo_y = points.iter().map(recall).fold(100.0, f64::min);
+    let (y0, y1) = (((lo_y - 1.0) / 5.0).floor() * 5.0, 100.0);
+    let x = |v: f64| LEFT + (v - x0) / (x1 - x0) * (W - LEFT - RIGHT);
+    let y = |v: f64| TOP + (y1 - v) / (y1 - y0) * (H - TOP - BOTTOM);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
+        W / 2.0,
+        escape(title)
+    );
+    // Grid lines and axis labels.
+    let mut v = x0;
+    while v <= x1 + 0.5 {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{1:.1}" stroke="#eee"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
+            x(v),
+            H - BOTTOM,
+            H - BOTTOM + 16.0,
+            v
+        );
+        v += if x1 - x0 > 1000.0 { 200.0 } else { 100.0 };
+    }
+    let mut v = y0;
+    while v <= y1 + 0.01 {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#eee"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}%</text>"##,
+            y(v),
+            W - RIGHT,
+            LEFT - 6.0,
+            y(v) + 4.0,
+            v
+        );
+        v += 5.0;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">tokens of tool definitions a turn (mean)</text>"#,
+        (LEFT + W - RIGHT) / 2.0,
+        H - 14.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text transform="translate(16 {}) rotate(-90)" text-anchor="middle">recall of each turn's tools</text>"#,
+        (TOP + H - BOTTOM) / 2.0
+    );
+    let _ = writeln!(
+        s,
+        r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{1:.1}" stroke="#555" stroke-dasharray="5 4"/><text x="{2:.1}" y="{3:.1}" fill="#555">target: ≤ 2,100 tokens</text>"##,
+        x(TOKEN_TARGET),
+        H - BOTTOM,
+        x(TOKEN_TARGET) + 4.0,
+        TOP + 12.0
+    );
+    for (hybrid, colour, name) in [(false, "#1f77b4", "lexical"), (true, "#d62728", "hybrid")] {
+        let series: Vec<&Point> = points.iter().filter(|p| p.hybrid == hybrid).collect();
+        if series.is_empty() {
+            continue;
+        }
+        for p in &series {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{colour}" fill-opacity="0.35"><title>{name}: turn {}, list {}, message {}: {:.1}% at {:.0} tokens</title></circle>"#,
+                x(tokens(p)),
+                y(recall(p)),
+                p.turn_tools,
+                p.list_tools,
+                p.message_tools,
+                recall(p),
+                tokens(p)
+            );
+        }
+        let mut frontier: Vec<&Point> = series
+            .iter()
+            .copied()
+            .filter(|p| {
+                !series.iter().any(|q| {
+                    tokens(q) <= tokens(p)
+                        && recall(q) >= recall(p)
+                        && (tokens(q) < tokens(p) || recall(q) > recall(p))
+                })
+            })
+            .collect();
+        frontier.sort_by(|a, b| tokens(a).total_cmp(&tokens(b)));
+        let line: Vec<String> = frontier
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(tokens(p)), y(recall(p))))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="1.5"/>"#,
+            line.join(" ")
+        );
+        if let Some(p) = series.iter().find(|p| p.default) {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{0:.1}" cy="{1:.1}" r="7" fill="none" stroke="{colour}" stroke-width="2"/><text x="{2:.1}" y="{3:.1}" fill="{colour}">default ({name}): {4:.1}%, {5:.0} tokens</text>"#,
+                x(tokens(p)),
+                y(recall(p)),
+                x(tokens(p)) + 10.0,
+                y(recall(p)) + if hybrid { -10.0 } else { 18.0 },
+                recall(p),
+                tokens(p)
+            );
+        }
+        let legend_y = TOP + 30.0 + if hybrid { 18.0 } else { 0.0 };
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{0:.1}" cy="{1:.1}" r="4" fill="{colour}"/><text x="{2:.1}" y="{3:.1}">{name}: every setting, and its best trades</text>"#,
+            W - RIGHT - 250.0,
+            legend_y,
+            W - RIGHT - 240.0,
+            legend_y + 4.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

@@ -1,0 +1,217 @@
+//! A turn's channels: the message alone, the message with its history, merged into the turn's
+//! own tools ([the module's docs](super#a-turns-channels)). The third channel, the list
+//! carried from earlier turns, is [`carry`](super::carry)'s.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::Tool;
+use crate::bm25::HashedQuery;
+use crate::store::{RowLookup, Snapshot};
+use crate::tables::TOOLS;
+
+use super::builder::ContextBuilder;
+use super::candidates::Explainer;
+use super::error::SelectError;
+use super::hybrid::fuse;
+use super::policy::Retrieval;
+use super::query::weighted_terms;
+use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
+use super::turn::Turn;
+
+impl ContextBuilder {
+    /// Whether the turn's query reads more than its message: earlier messages or the names of
+    /// tools used lately. Without, the message alone is the query, and the message channel
+    /// would repeat it.
+    pub(super) fn reads_history(&self, turn: &Turn) -> bool {
+        let p = self.policy();
+        let history = p.history_turns > 0 && p.history_decay > 0.0 && !turn.history.is_empty();
+        let recent = p.recent_tool_weight > 0.0 && !turn.recent_tools.is_empty();
+        history || recent
+    }
+
+    /// The message channel: the tools that the turn's message, searched alone, ranks among its
+    /// best few (at most `message.max_tools`, each within `message.min_relative_score` of the
+    /// best), when its evidence is clear enough (its best BM25 score per word at least
+    /// `message.min_evidence`; in hybrid retrieval, or its nearest tool vector's cosine at least
+    /// `message.min_cosine`). `dense` is hybrid retrieval's nearest tool vectors to the
+    /// message, best first. Best first; tag filters and score thresholds apply as to any hit.
+    pub(super) fn message_channel<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        turn: &Turn,
+        dense: Option<&[(&'a Arc<str>, f32)]>,
+        tools_table: RowLookup<'a, Tool>,
+    ) -> Result<Vec<SelectedTool>, SelectError> {
+        let p = self.policy();
+        let m = &p.message;
+        if m.max_tools == 0 {
+            return Ok(Vec::new());
+        }
+        let query = weighted_terms(snapshot, &TOOLS, &[(turn.message.as_str(), 1.0)])?;
+        let terms: Vec<(&str, f32)> = query.iter().collect();
+        let hybrid = match (p.retrieval, dense) {
+            (Retrieval::Hybrid(hybrid), Some(dense)) => Some((hybrid, dense)),
+            _ => None,
+        };
+        let depth = hybrid.map_or(m.max_tools, |(h, _)| h.depth.max(m.max_tools));
+        let hashed = HashedQuery::new(&terms);
+        // The hits a tag filter turns away were reported by the conversation's search.
+        let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
+        drop(hashed);
+        let words = turn.message.unicode_words().count().max(1);
+        let best_bm25 = hits.first().map_or(0.0, |h| h.score);
+        let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
+        let explainer = Explainer {
+            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
+            query: &terms,
+        };
+        // (key, score relative to the channel's best, reason), best first.
+        let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(m.max_tools);
+        match hybrid {
+            Some((policy, dense)) => {
+                let nearest = dense.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
+                if !lexical_evidence && nearest < m.min_cosine {
+                    return Ok(Vec::new());
+                }
+                let fused = fuse(&hits, dense.to_vec(), words, &policy, m.max_tools);
+                let best = fused.first().map_or(0.0, |h| h.score);
+                for hit in fused {
+                    if hit.score < m.min_relative_score * best
+                        || self.below_thresholds(hit.score, best).is_some()
+                    {
+                        break;
+                    }
+                    let reason = Reason::Hybrid {
+                        score: hit.score,
+                        bm25: hit.bm25,
+                        cosine: hit.cosine,
+                        lexical_weight: hit.lexical_weight,
+                        explanation: hit.bm25.and_then(|_| explainer.explain(hit.key)),
+                    };
+                    ranked.push((hit.key, relative(hit.score, best), reason));
+                }
+            }
+            None => {
+                if !lexical_evidence {
+                    return Ok(Vec::new());
+                }
+                for hit in hits.iter().take(m.max_tools) {
+                    if hit.score < m.min_relative_score * best_bm25
+                        || self.below_thresholds(hit.score, best_bm25).is_some()
+                    {
+                        break;
+                    }
+                    let reason = explainer.retrieved(hit.key, hit.score);
+                    ranked.push((hit.key, relative(hit.score, best_bm25), reason));
+                }
+            }
+        }
+        let tools = ranked
+            .into_iter()
+            .filter_map(|(key, score, reason)| {
+                let entry = tools_table.entry(key)?;
+                Some(SelectedTool {
+                    key: Arc::clone(entry.key),
+                    tokens: self.tokens_of(entry.record),
+                    tool: entry.shared()?,
+                    rank: 0,
+                    score,
+                    reasons: Reasons::one(reason),
+                    channel: Channel::Message,
+                })
+            })
+            .collect();
+        Ok(tools)
+    }
+
+    /// The turn's own tools from its two searches: the pinned ones, then the `message`
+    /// channel's, then the `conversation` channel's (the message read with its history, at
+    /// most `max_turn_tools` with the pinned ones, as [`Self::fill`] ranked them), within the
+    /// token budget; a tool both bring is the message's, with the conversation's reasons after
+    /// its own. The message's tools come on top of the conversation's: a turn selects at most
+    /// `max_turn_tools + message.max_tools`. Those the budget cuts are reported in `dropped`.
+    /// Each tool is labelled with the channel that brought it: without history
+    /// (`reads_history` false) the conversation is the message alone. Returns the tools,
+    /// ranked, and their tokens.
+    pub(super) fn merge_channels(
+        &self,
+        message: Vec<SelectedTool>,
+        conversation: Vec<SelectedTool>,
+        reads_history: bool,
+        dropped: &mut Vec<Dropped>,
+    ) -> (Vec<SelectedTool>, usize) {
+        let p = self.policy();
+        let from_message: HashSet<&str> = message.iter().map(|t| &*t.key).collect();
+        let mut pinned = Vec::new();
+        let mut rest = Vec::with_capacity(conversation.len());
+        let mut message_reasons: Vec<(Arc<str>, Reasons)> = Vec::new();
+        for mut tool in conversation {
+            tool.channel = channel_of(&tool.reasons, reads_history);
+            if tool.channel == Channel::Pinned {
+                pinned.push(tool);
+            } else if from_message.contains(&*tool.key) {
+                message_reasons.push((Arc::clone(&tool.key), tool.reasons));
+            } else {
+                rest.push(tool);
+            }
+        }
+        let pinned_keys: HashSet<Arc<str>> = pinned.iter().map(|t| Arc::clone(&t.key)).collect();
+        let mut tools = pinned;
+        let mut used: usize = tools.iter().map(|t| t.tokens).sum();
+        let others = message
+            .into_iter()
+            .filter(|t| !pinned_keys.contains(&t.key))
+            .map(|mut tool| {
+                if let Some((_, more)) = message_reasons.iter().find(|(k, _)| *k == tool.key) {
+                    let mut reasons: Vec<Reason> = tool.reasons.to_vec();
+                    reasons.extend(more.iter().cloned());
+                    tool.reasons = Reasons::from(reasons);
+                }
+                tool
+            })
+            .chain(rest);
+        for tool in others {
+            if let Some(budget) = p.token_budget
+                && used + tool.tokens > budget
+            {
+                dropped.push(Dropped {
+                    key: tool.key,
+                    reason: DropReason::TokenBudget {
+                        needed: tool.tokens,
+                        remaining: budget.saturating_sub(used),
+                    },
+                    candidate: tool.reasons,
+                });
+                continue;
+            }
+            used += tool.tokens;
+            tools.push(tool);
+        }
+        // A tool the conversation's search cut and the message brought back is no near miss.
+        dropped.retain(|d| !tools.iter().any(|t| t.key == d.key));
+        for (rank, tool) in tools.iter_mut().enumerate() {
+            tool.rank = rank;
+        }
+        (tools, used)
+    }
+}
+
+/// The channel a tool of the conversation's search came by, from its strongest reason.
+fn channel_of(reasons: &Reasons, reads_history: bool) -> Channel {
+    match reasons.first() {
+        Some(Reason::Pinned | Reason::PinnedSkill { .. }) => Channel::Pinned,
+        Some(Reason::ExactName { .. }) => Channel::Message,
+        Some(Reason::Discovered | Reason::RecentlyUsed) => Channel::Conversation,
+        Some(Reason::Fallback) => Channel::All,
+        _ if reads_history => Channel::Conversation,
+        _ => Channel::Message,
+    }
+}
+
+/// `score` over `best`, 0 when `best` is not positive.
+fn relative(score: f32, best: f32) -> f32 {
+    if best > 0.0 { score / best } else { 0.0 }
+}
