@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use capstore::catalog::Catalog;
 use capstore::context::{ContextBuilder, Reason, Selection, SelectionPolicy, Turn};
 use capstore::mcp::{McpToolList, import_server};
-use capstore::provider::{Provider, ToolExport};
+use capstore::provider::{Provider, ToolExport, ToolSearch};
 use capstore::{HOOKS, SKILLS, Store, TOOLS};
 use serde_json::{Value, json};
 
@@ -343,53 +343,98 @@ fn json_output_is_the_library_export_in_each_provider_shape() {
     }
 }
 
+/// `--defer`: a complete request for the provider's hosted tool search. The search tool once,
+/// first and not deferred; the selection next, in send order, not deferred; every other tool of
+/// the catalog once, deferred; and for Anthropic the beta its header must name.
 #[test]
-fn anthropic_defer_lists_the_whole_catalog_deferring_exactly_the_unselected() {
+fn defer_prints_a_complete_tool_search_request_for_each_provider_that_has_one() {
     let (store, policy) = bundled_store();
     let snap = store.snapshot();
     let export = ToolExport::for_snapshot(&snap).expect("export");
     let selection = library_selection(&store, policy, ORDERS);
-    let (stdout, _) = ok(&[
-        "select",
-        ORDERS,
-        "--json",
-        "--provider",
-        "anthropic",
-        "--defer",
-    ]);
-    let request = parse_json(&stdout);
-    let tools = request["tools"].as_array().expect("a tools array");
-    let mut listed: Vec<&str> = tools
-        .iter()
-        .map(|t| t["name"].as_str().expect("a name"))
-        .collect();
-    let head: Vec<&str> = listed[..selection.tools.len()].to_vec();
-    let selected: Vec<&str> = selection
-        .keys()
-        .map(|k| export.export_name(k).expect("exported"))
-        .collect();
-    assert_eq!(head, selected, "the selection first, in send order");
-    for tool in tools {
-        let name = tool["name"].as_str().expect("a name");
-        let key = export.resolve(name).expect("an exported name");
-        if selection.contains(key) {
-            assert!(tool.get("defer_loading").is_none(), "{name} is selected");
-        } else {
-            assert_eq!(tool["defer_loading"], true, "{name} is not selected");
+    let cases = [
+        (
+            "anthropic",
+            json!({ "type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25" }),
+            Some("advanced-tool-use-2025-11-20"),
+        ),
+        ("openai-responses", json!({ "type": "tool_search" }), None),
+    ];
+    for (provider, search_tool, beta) in cases {
+        let (stdout, _) = ok(&[
+            "select",
+            ORDERS,
+            "--json",
+            "--provider",
+            provider,
+            "--defer",
+        ]);
+        let request = parse_json(&stdout);
+        let object = request.as_object().expect("an object");
+        match beta {
+            Some(beta) => {
+                assert_eq!(object.len(), 2, "{provider}: {object:?}");
+                assert_eq!(request["betas"], json!([beta]), "{provider}");
+            }
+            None => assert_eq!(object.keys().collect::<Vec<_>>(), ["tools"], "{provider}"),
         }
+        let tools = request["tools"].as_array().expect("a tools array");
+
+        assert_eq!(tools[0], search_tool, "{provider}: the search tool first");
+        let searches = tools.iter().filter(|t| **t == search_tool).count();
+        assert_eq!(searches, 1, "{provider}: the search tool once");
+        assert!(tools[0].get("defer_loading").is_none(), "{provider}");
+
+        let functions = &tools[1..];
+        let mut listed: Vec<&str> = functions
+            .iter()
+            .map(|t| t["name"].as_str().expect("a name"))
+            .collect();
+        let selected: Vec<&str> = selection
+            .keys()
+            .map(|k| export.export_name(k).expect("exported"))
+            .collect();
+        assert_eq!(
+            listed[..selected.len()],
+            selected,
+            "{provider}: the selection next, in send order"
+        );
+        for tool in functions {
+            let name = tool["name"].as_str().expect("a name");
+            let key = export.resolve(name).expect("an exported name");
+            if provider == "openai-responses" {
+                assert_eq!(tool["type"], "function", "{name}");
+            }
+            if selection.contains(key) {
+                assert!(tool.get("defer_loading").is_none(), "{name} is selected");
+            } else {
+                assert_eq!(tool["defer_loading"], true, "{name} is not selected");
+            }
+        }
+        listed.sort_unstable();
+        let mut all: Vec<&str> = snap
+            .iter(&TOOLS)
+            .expect("iterates")
+            .map(|(key, _)| export.export_name(key).expect("exported"))
+            .collect();
+        all.sort_unstable();
+        assert_eq!(listed, all, "{provider}: every tool of the catalog, once");
+
+        let search = ToolSearch::for_provider(match provider {
+            "anthropic" => Provider::Anthropic,
+            _ => Provider::OpenAiResponses,
+        })
+        .expect("a hosted tool search");
+        assert_eq!(
+            request["tools"],
+            json!(
+                export
+                    .with_deferred(search, &snap, &selection)
+                    .expect("export")
+            ),
+            "{provider}: the library's export"
+        );
     }
-    listed.sort_unstable();
-    let mut all: Vec<&str> = snap
-        .iter(&TOOLS)
-        .expect("iterates")
-        .map(|(key, _)| export.export_name(key).expect("exported"))
-        .collect();
-    all.sort_unstable();
-    assert_eq!(listed, all, "every tool of the catalog, once");
-    assert_eq!(
-        request,
-        json!({ "tools": export.anthropic_with_deferred(&snap, &selection).expect("export") })
-    );
 }
 
 // ---- explain ----
@@ -596,7 +641,15 @@ fn argument_errors_exit_2_and_name_the_problem() {
             &["select", FLIGHT, "--mcp", "files"],
             &["--mcp", "SERVER=FILE", "`files`"],
         ),
-        (&["select", FLIGHT, "--defer"], &["--defer", "anthropic"]),
+        (
+            &["select", FLIGHT, "--defer"],
+            &[
+                "--defer",
+                "anthropic",
+                "openai-responses",
+                "chat completions",
+            ],
+        ),
         (
             &[
                 "select",
@@ -606,7 +659,12 @@ fn argument_errors_exit_2_and_name_the_problem() {
                 "openai",
                 "--defer",
             ],
-            &["--defer", "anthropic"],
+            &[
+                "--defer",
+                "anthropic",
+                "openai-responses",
+                "chat completions",
+            ],
         ),
         (
             &["select", FLIGHT, "--provider", "gemini"],

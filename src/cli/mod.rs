@@ -58,8 +58,10 @@ SELECT:
     --explain                 show each term's BM25 contribution
     --json                    print the provider request's `tools` JSON instead of the table
     --provider P              openai (chat completions, default), openai-responses, anthropic
-    --defer                   with anthropic: the whole catalog, unselected tools marked
-                              \"defer_loading\": true (for Anthropic's hosted tool search)
+    --defer                   with anthropic or openai-responses: the provider's hosted tool
+                              search tool, then the selected tools, then the rest of the
+                              catalog marked \"defer_loading\": true; with anthropic also
+                              \"betas\": the anthropic-beta header the request needs
     --embedder DIR            hybrid retrieval: BM25 fused with all-MiniLM-L6-v2 read from DIR
                               (config.json, tokenizer.json, model.safetensors;
                               scripts/minilm.sh fetches them); embeds every tool first

@@ -5,7 +5,7 @@ use std::time::Instant;
 use capstore::TOOLS;
 use capstore::bm25::Explanation;
 use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, estimate_tokens};
-use capstore::provider::{Provider, ToolExport};
+use capstore::provider::{Provider, ToolExport, ToolSearch};
 
 use super::args::{Args, SourceArgs, number, unknown};
 use super::hybrid::HybridArgs;
@@ -55,8 +55,12 @@ fn parse(args: &[String]) -> Result<SelectArgs, String> {
             "select: give a message, e.g. capstore select \"what's the weather in Oslo\"".into(),
         );
     }
-    if parsed.defer && parsed.provider != Provider::Anthropic {
-        return Err("select: --defer needs --provider anthropic".into());
+    if parsed.defer && ToolSearch::for_provider(parsed.provider).is_none() {
+        return Err(
+            "select: --defer needs --provider anthropic or openai-responses, \
+             whose APIs have a hosted tool search (OpenAI chat completions has none)"
+                .into(),
+        );
     }
     Ok(parsed)
 }
@@ -103,14 +107,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     debug_assert_eq!(again, selection);
     if args.json {
         let export = ToolExport::for_snapshot(&snap).map_err(|e| e.to_string())?;
-        let tools = if args.defer {
-            export
-                .anthropic_with_deferred(&snap, &selection)
-                .map_err(|e| e.to_string())?
-        } else {
-            export.selection_json(args.provider, &selection)
-        };
-        let request = serde_json::json!({ "tools": tools });
+        let mut request = serde_json::Map::new();
+        match ToolSearch::for_provider(args.provider).filter(|_| args.defer) {
+            Some(search) => {
+                let tools = export
+                    .with_deferred(search, &snap, &selection)
+                    .map_err(|e| e.to_string())?;
+                request.insert("tools".into(), tools.into());
+                // The SDKs' name for the `anthropic-beta` header's values.
+                if let Some(beta) = search.anthropic_beta() {
+                    request.insert("betas".into(), serde_json::json!([beta]));
+                }
+            }
+            None => {
+                let tools = export.selection_json(args.provider, &selection);
+                request.insert("tools".into(), tools.into());
+            }
+        }
         let text = serde_json::to_string_pretty(&request).map_err(|e| e.to_string())?;
         say!("{text}");
         return Ok(());

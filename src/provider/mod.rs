@@ -5,8 +5,9 @@
 //! the whole catalog of a snapshot (not just the selected tools), so a tool's exported name does
 //! not change from one turn to the next with what else was selected, and the request prefix
 //! stays cacheable. [`ToolExport::resolve`] maps a model's tool call back to the qualified name.
-//! [`ToolExport::anthropic_with_deferred`] sends the whole catalog to Anthropic with the tools
-//! the selection did not choose marked `defer_loading`, for Anthropic's hosted tool search.
+//! [`ToolExport::with_deferred`] gives the complete `tools` array for a provider's hosted tool
+//! search ([`ToolSearch`]): the search tool, the selected tools, and the rest of the catalog
+//! marked `defer_loading`, so the model can still reach a tool the selection left out.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -165,20 +166,23 @@ impl ToolExport {
             .collect()
     }
 
-    /// The whole catalog of `snapshot` for Anthropic's messages API, for use with Anthropic's
-    /// hosted tool search: the selection's tools first, in send order, as
-    /// [`selection_json`](Self::selection_json) gives them, then every other tool of the
-    /// snapshot in key order, marked `"defer_loading": true`. The model sees the selected
-    /// definitions at once and can find the deferred ones with the tool search tool, which
-    /// you add to the request yourself (e.g. `{"type": "tool_search_tool_bm25_20251119", "name":
-    /// "tool_search_tool_bm25"}`); Anthropic requires at least one tool not to be deferred.
+    /// The complete `tools` array of a request that uses `search`, a provider's hosted tool
+    /// search: the search tool first ([`ToolSearch::tool_json`]), then the selection's tools in
+    /// send order as [`selection_json`](Self::selection_json) gives them, then every other tool
+    /// of `snapshot` in key order, marked `"defer_loading": true`. The model sees the selected
+    /// definitions at once and finds the deferred ones through the search tool; so a tool the
+    /// selection missed is one search away rather than out of reach.
     ///
-    /// The order is stable for a given selection and catalog, so the request prefix stays
-    /// cacheable. Fails only if `snapshot` is of a store without the built-in tools table.
+    /// The search tool is never deferred, so the providers' rule that at least one tool is not
+    /// deferred holds even for an empty selection. The array's start (the search tool, then the
+    /// selection) is the same for the same selection and catalog, so the request prefix stays
+    /// cacheable. Anthropic also needs [`ToolSearch::anthropic_beta`] sent as the
+    /// `anthropic-beta` header. Costs one pass over the catalog (O(n) JSON values); fails only if
+    /// `snapshot` is of a store without the built-in tools table.
     ///
     /// ```
     /// use capstore::context::{ContextBuilder, Turn};
-    /// use capstore::provider::ToolExport;
+    /// use capstore::provider::{Provider, ToolExport, ToolSearch};
     /// use capstore::{Store, Tool, TOOLS};
     /// let store = Store::new();
     /// store.write(|tx| {
@@ -188,30 +192,142 @@ impl ToolExport {
     /// })?;
     /// let snap = store.snapshot();
     /// let selection = ContextBuilder::new().select(&snap, &Turn::new("weather in Oslo?"))?;
-    /// let tools = ToolExport::for_snapshot(&snap)?.anthropic_with_deferred(&snap, &selection)?;
-    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// let export = ToolExport::for_snapshot(&snap)?;
+    ///
+    /// let search = ToolSearch::for_provider(Provider::Anthropic).expect("Anthropic has one");
+    /// let tools = export.with_deferred(search, &snap, &selection)?;
+    /// assert_eq!(tools[0]["type"], "tool_search_tool_bm25_20251119");
+    /// let names: Vec<&str> = tools[1..].iter().filter_map(|t| t["name"].as_str()).collect();
     /// assert_eq!(names, ["get_weather", "read_file", "send_email"]);
-    /// assert!(tools[0].get("defer_loading").is_none());
-    /// assert_eq!(tools[1]["defer_loading"], true);
+    /// assert!(tools[1].get("defer_loading").is_none());
+    /// assert_eq!(tools[2]["defer_loading"], true);
+    ///
+    /// let tools = export.with_deferred(ToolSearch::OpenAiResponses, &snap, &selection)?;
+    /// assert_eq!(tools[0], serde_json::json!({ "type": "tool_search" }));
+    /// assert_eq!(tools[1]["type"], "function");
+    /// assert_eq!(tools[3]["defer_loading"], true);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn anthropic_with_deferred(
+    pub fn with_deferred(
         &self,
+        search: ToolSearch,
         snapshot: &Snapshot,
         selection: &Selection,
     ) -> Result<Vec<Value>, StoreError> {
-        let mut tools = self.selection_json(Provider::Anthropic, selection);
+        let provider = search.provider();
+        let mut tools = Vec::with_capacity(1 + snapshot.count(&TOOLS)?);
+        tools.push(search.tool_json());
+        tools.extend(self.selection_json(provider, selection));
         let selected: HashSet<&str> = selection.keys().collect();
         for (key, tool) in snapshot.iter(&TOOLS)? {
             if selected.contains(&**key) {
                 continue;
             }
-            let mut json = self.tool_json(Provider::Anthropic, key, tool);
+            let mut json = self.tool_json(provider, key, tool);
             if let Value::Object(object) = &mut json {
                 object.insert("defer_loading".into(), Value::Bool(true));
             }
             tools.push(json);
         }
         Ok(tools)
+    }
+}
+
+/// A provider's hosted tool search: the tool, sent in the request's `tools` array, with which
+/// the model searches the tools marked `defer_loading` and loads the ones it needs. Used with
+/// [`ToolExport::with_deferred`]. OpenAI chat completions has none
+/// ([`for_provider`](Self::for_provider) gives `None`).
+///
+/// ```
+/// use capstore::provider::{Provider, ToolSearch};
+/// assert_eq!(ToolSearch::for_provider(Provider::Anthropic), Some(ToolSearch::AnthropicBm25));
+/// assert_eq!(ToolSearch::for_provider(Provider::OpenAiResponses), Some(ToolSearch::OpenAiResponses));
+/// assert_eq!(ToolSearch::for_provider(Provider::OpenAiChat), None);
+/// assert_eq!(ToolSearch::AnthropicRegex.provider(), Provider::Anthropic);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolSearch {
+    /// Anthropic's BM25 variant (`tool_search_tool_bm25_20251119`): the model searches with
+    /// natural-language queries. Anthropic's default here.
+    AnthropicBm25,
+    /// Anthropic's regex variant (`tool_search_tool_regex_20251119`): the model searches with
+    /// Python `re.search` patterns over names, descriptions and argument names.
+    AnthropicRegex,
+    /// OpenAI's responses API `tool_search` (gpt-5.4 and later models).
+    OpenAiResponses,
+}
+
+impl ToolSearch {
+    /// The hosted tool search of `provider`, if it has one: BM25 for Anthropic, `tool_search`
+    /// for OpenAI responses, `None` for OpenAI chat completions.
+    ///
+    /// ```
+    /// use capstore::provider::{Provider, ToolSearch};
+    /// assert!(ToolSearch::for_provider(Provider::OpenAiChat).is_none());
+    /// ```
+    pub fn for_provider(provider: Provider) -> Option<ToolSearch> {
+        match provider {
+            Provider::Anthropic => Some(ToolSearch::AnthropicBm25),
+            Provider::OpenAiResponses => Some(ToolSearch::OpenAiResponses),
+            Provider::OpenAiChat => None,
+        }
+    }
+
+    /// The provider whose request shape this search belongs to.
+    ///
+    /// ```
+    /// use capstore::provider::{Provider, ToolSearch};
+    /// assert_eq!(ToolSearch::OpenAiResponses.provider(), Provider::OpenAiResponses);
+    /// ```
+    pub fn provider(self) -> Provider {
+        match self {
+            ToolSearch::AnthropicBm25 | ToolSearch::AnthropicRegex => Provider::Anthropic,
+            ToolSearch::OpenAiResponses => Provider::OpenAiResponses,
+        }
+    }
+
+    /// The search tool's entry in the `tools` array. Constant, so it never moves the request's
+    /// cached prefix; never marked `defer_loading`.
+    ///
+    /// ```
+    /// use capstore::provider::ToolSearch;
+    /// assert_eq!(
+    ///     ToolSearch::AnthropicBm25.tool_json(),
+    ///     serde_json::json!({ "type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25" })
+    /// );
+    /// assert_eq!(ToolSearch::AnthropicRegex.tool_json()["name"], "tool_search_tool_regex");
+    /// assert_eq!(ToolSearch::OpenAiResponses.tool_json(), serde_json::json!({ "type": "tool_search" }));
+    /// ```
+    pub fn tool_json(self) -> Value {
+        match self {
+            ToolSearch::AnthropicBm25 => json!({
+                "type": "tool_search_tool_bm25_20251119",
+                "name": "tool_search_tool_bm25",
+            }),
+            ToolSearch::AnthropicRegex => json!({
+                "type": "tool_search_tool_regex_20251119",
+                "name": "tool_search_tool_regex",
+            }),
+            ToolSearch::OpenAiResponses => json!({ "type": "tool_search" }),
+        }
+    }
+
+    /// The beta the request must name in its `anthropic-beta` header (the Anthropic SDKs'
+    /// `betas` parameter) for the tool search to be accepted on Anthropic's own API, while
+    /// Anthropic has it in beta; `None` for OpenAI. (Vertex AI and Bedrock name it
+    /// `tool-search-tool-2025-10-19`.)
+    ///
+    /// ```
+    /// use capstore::provider::ToolSearch;
+    /// assert_eq!(ToolSearch::AnthropicBm25.anthropic_beta(), Some("advanced-tool-use-2025-11-20"));
+    /// assert_eq!(ToolSearch::OpenAiResponses.anthropic_beta(), None);
+    /// ```
+    pub fn anthropic_beta(self) -> Option<&'static str> {
+        match self {
+            ToolSearch::AnthropicBm25 | ToolSearch::AnthropicRegex => {
+                Some("advanced-tool-use-2025-11-20")
+            }
+            ToolSearch::OpenAiResponses => None,
+        }
     }
 }
