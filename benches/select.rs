@@ -18,9 +18,16 @@
 //! time apart (that is `benches/embed.rs`). The embedder is never asked to embed; it panics if
 //! it is.
 //!
-//! Groups: `select/{explain_off,explain_on,hybrid}/{N}`. Without `--bench` (as under
-//! `cargo test --benches`) or with the environment variable `SELECT_BENCH_QUICK` set, only
-//! N = 1,000 runs.
+//! Conversations (`select/conversation/222`): the bundled catalog (`catalog/default.json`,
+//! 222 tools, its pinned tools), the default policy, lexical, explain on: each iteration
+//! selects for the next turn of the development conversations (`bench/conversations/dev.jsonl`,
+//! 384 turns), each turn as a `Conversation` made it when the conversations were run through
+//! the same builder beforehand (history, tools used, the list carried): the follow-ups' second
+//! search of the message alone and the carried list included.
+//!
+//! Groups: `select/{explain_off,explain_on,hybrid}/{N}`, `select/conversation/222`. Without
+//! `--bench` (as under `cargo test --benches`) or with the environment variable
+//! `SELECT_BENCH_QUICK` set, only N = 1,000 runs.
 
 mod synthetic;
 #[path = "../bench/peers/src/synthetic_store.rs"]
@@ -145,7 +152,40 @@ fn main() {
             hybrid.select(&snapshot, &turns[q]).expect("select")
         });
     }
+    conversation_turns(&mut crit);
     crit.final_summary();
+}
+
+/// `select/conversation/222`: the development conversations' turns over the bundled
+/// catalog, each as its conversation made it.
+fn conversation_turns(crit: &mut Criterion) {
+    let catalog = capstore::catalog::Catalog::bundled().expect("bundled catalog");
+    let store = capstore::Store::new();
+    catalog.load_into(&store).expect("load");
+    let snapshot = store.snapshot();
+    let builder = ContextBuilder::with_policy(catalog.policy()).expect("policy");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/conversations/dev.jsonl");
+    let conversations = capstore::eval::load_conversations(file).expect("conversations");
+    let mut turns = Vec::new();
+    for scripted in &conversations {
+        let mut conversation = capstore::context::Conversation::new();
+        for t in &scripted.turns {
+            let turn = conversation.next_turn(t.user.as_str());
+            let selection = builder.select(&snapshot, &turn).expect("select");
+            conversation.record_selection(&selection);
+            for used in t.used.as_ref().unwrap_or(&t.gold) {
+                if selection.contains(used) {
+                    conversation.record_tool_use(used.as_str());
+                }
+            }
+            turns.push(turn);
+        }
+    }
+    let follow_ups = turns.iter().filter(|t| !t.history.is_empty()).count();
+    assert!(follow_ups > turns.len() / 2, "the turns are a conversation's");
+    time_selections(crit, "select/conversation", 222, turns.len(), |q| {
+        builder.select(&snapshot, &turns[q]).expect("select")
+    });
 }
 
 /// Times `select(q)` in criterion group `name` at size `n`, `q` cycling over `0..count`.

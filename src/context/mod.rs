@@ -124,6 +124,7 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
+//! | `message` | `max_tools` 2, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5 |
 //! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word and a 0.03 cosine separation |
 
 mod budget;

@@ -181,7 +181,7 @@ impl HybridPolicy {
 /// ```
 /// use capstore::context::MessagePolicy;
 /// let p = MessagePolicy::default();
-/// assert_eq!(p.max_tools, 3);
+/// assert_eq!(p.max_tools, 2);
 /// let off = MessagePolicy { max_tools: 0, ..MessagePolicy::default() };
 /// # let _ = off;
 /// ```
@@ -207,7 +207,7 @@ pub struct MessagePolicy {
 impl Default for MessagePolicy {
     fn default() -> Self {
         MessagePolicy {
-            max_tools: 3,
+            max_tools: 2,
             min_relative_score: 0.5,
             min_evidence: 0.3,
             min_cosine: 0.5,
