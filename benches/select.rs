@@ -182,7 +182,10 @@ fn conversation_turns(crit: &mut Criterion) {
         }
     }
     let follow_ups = turns.iter().filter(|t| !t.history.is_empty()).count();
-    assert!(follow_ups > turns.len() / 2, "the turns are a conversation's");
+    assert!(
+        follow_ups > turns.len() / 2,
+        "the turns are a conversation's"
+    );
     time_selections(crit, "select/conversation", 222, turns.len(), |q| {
         builder.select(&snapshot, &turns[q]).expect("select")
     });
