@@ -86,8 +86,8 @@ pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
 pub const VECTORS: Table<ToolVector> = Table::new(5, BUILTIN_SCHEMA);
 
 /// How many built-in tables come first in every store made by [`Store::new`] or
-/// [`Store::builder`].
-pub(crate) const BUILTIN_TABLES: usize = 6;
+/// [`Store::builder`]; given to the store, which knows them only by this count.
+const BUILTIN_TABLES: usize = 6;
 
 fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
     declare_builtins_with(builder, ToolTextOptions::default())
@@ -134,7 +134,7 @@ impl Store {
         // The built-in declarations are constants, checked by the tests below; were one ever to
         // fail, a bare builder is returned and every built-in handle reports TableMismatch,
         // rather than the library panicking.
-        StoreBuilder::with_builtins(declare_builtins).unwrap_or_default()
+        StoreBuilder::with_builtins(BUILTIN_TABLES, declare_builtins).unwrap_or_default()
     }
 }
 
@@ -159,7 +159,8 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_tool_text(options: ToolTextOptions) -> Result<Store, SchemaError> {
-        StoreBuilder::with_builtins(|b| declare_builtins_with(b, options)).map(StoreBuilder::build)
+        StoreBuilder::with_builtins(BUILTIN_TABLES, |b| declare_builtins_with(b, options))
+            .map(StoreBuilder::build)
     }
 }
 
@@ -175,8 +176,12 @@ mod tests {
 
     #[test]
     fn builtin_schema_is_valid_and_in_order() {
-        let builder = StoreBuilder::with_builtins(declare_builtins).expect("valid built-ins");
+        let builder =
+            StoreBuilder::with_builtins(BUILTIN_TABLES, declare_builtins).expect("valid built-ins");
         let snap = builder.build().snapshot();
+        // The count the store is given must be the tables declared, or a built-in handle
+        // past it would not fit.
+        assert_eq!(snap.table_names().count(), BUILTIN_TABLES);
         assert_eq!(
             snap.table_names().collect::<Vec<_>>(),
             [

@@ -58,5 +58,5 @@ pub use model::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
 };
 pub use record::{RecordingModel, ReplayModel, TapeEntry, request_key};
-pub use run::{Agent, AgentError, Session, TurnOutcome};
-pub use suspend::{PendingCall, PendingTurn, TurnStatus};
+pub use run::{Agent, AgentError, Session};
+pub use suspend::{PendingCall, PendingTurn, TurnOutcome, TurnStatus};

@@ -19,7 +19,7 @@ use crate::tables::TOOLS;
 
 use super::approval::{Approvals, Decision, Ticket, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
-use super::suspend::{Gate, PendingCall, PendingTurn, TurnState, TurnStatus};
+use super::suspend::{Gate, PendingCall, PendingTurn, TurnOutcome, TurnState, TurnStatus};
 
 /// Why a turn could not finish.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,19 +130,6 @@ impl Session {
     pub fn is_suspended(&self) -> bool {
         self.suspended.is_some()
     }
-}
-
-/// What one turn produced.
-#[derive(Debug, Clone)]
-pub struct TurnOutcome {
-    /// The model's final answer.
-    pub answer: String,
-    /// How many times the model was called.
-    pub steps: usize,
-    /// The selection the turn's requests were built from.
-    pub selection: Arc<Selection>,
-    /// Qualified names of the tools the model called, in order, with whether each succeeded.
-    pub calls: Vec<(String, bool)>,
 }
 
 /// The agent loop: a store, a model, a selector (or none: every tool is sent), an executor and

@@ -1,5 +1,6 @@
-//! Suspended turns: a turn stopped at a step whose calls need approval, kept as data until the
-//! decisions come (minutes or days later, in this process or another), then resumed.
+//! How a turn ends ([`TurnStatus`]): finished, with its [`TurnOutcome`], or suspended at a step
+//! whose calls need approval, kept as data until the decisions come (minutes or days later, in
+//! this process or another), then resumed.
 //!
 //! A [`PendingTurn`] is plain serializable data: the conversation so far, the tools offered, the
 //! step reached, and the step's calls with their tickets. It costs what those weigh; nothing
@@ -14,7 +15,6 @@ use crate::context::{Conversation, Selection};
 
 use super::approval::{Ticket, Verdict, Waiting};
 use super::model::{Message, ModelToolCall};
-use super::run::TurnOutcome;
 
 /// How far a turn got: what it needs to go on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +110,19 @@ impl PendingTurn {
     pub fn tickets(&self) -> Vec<Ticket> {
         self.calls.iter().filter_map(|c| c.ticket).collect()
     }
+}
+
+/// What one turn produced.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// The model's final answer.
+    pub answer: String,
+    /// How many times the model was called.
+    pub steps: usize,
+    /// The selection the turn's requests were built from.
+    pub selection: Arc<Selection>,
+    /// Qualified names of the tools the model called, in order, with whether each succeeded.
+    pub calls: Vec<(String, bool)>,
 }
 
 /// How a turn that may suspend ended.

@@ -6,9 +6,8 @@
 use std::sync::Arc;
 
 use super::analyze::Analyzed;
-use super::index::Attachment;
 use super::postings::{Posting, Postings};
-use super::segment::{NO_TERM, Segment, hash_of_term};
+use super::segment::{Attachment, NO_TERM, Segment, hash_of_term};
 use super::term_ids::TermIds;
 
 pub(crate) struct Builder {

@@ -19,7 +19,8 @@ use super::analyze::analyze;
 use super::builder::Builder;
 use super::config::IndexConfig;
 use super::document::Document;
-use super::index::{Attachment, Bm25Index};
+use super::index::Bm25Index;
+use super::segment::Attachment;
 
 /// The largest index [`Bm25Index::settle_bulk_load`] merges into one segment: merging 4,096
 /// tool-like documents takes a few milliseconds, once per load.

@@ -18,7 +18,7 @@ use super::query::{Corpus, HashedQuery};
 use super::query::{Prepared, QueryTerm};
 use super::scoring::Explanation;
 use super::scratch::{Split, with_scratch};
-use super::segment::Segment;
+use super::segment::{Attachment, Segment};
 use super::tombstones::Tombstones;
 use super::topk::TopK;
 
@@ -55,11 +55,6 @@ pub struct Hit {
     /// Its BM25 score for the query.
     pub score: f32,
 }
-
-/// What the crate may keep with a document, opaque to the index: the store keeps each
-/// record's row there, so that a search hit leads to its record without a look-up by key
-/// (see [`KeyHit::attachment`]).
-pub(crate) type Attachment = Arc<dyn std::any::Any + Send + Sync>;
 
 /// A search result borrowed from the index: the document's stored key (not shared, so no
 /// reference count is touched until a caller keeps it), its attachment and its score. A

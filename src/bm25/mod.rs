@@ -112,7 +112,7 @@
 //! | per-query p50, this index / flat | 1.35× | 1.08× | 1.65× | 1.21× |
 //! | memory per document (flat: 808 / 618 B) | | | 1,362 B (985 B since) | 988 B |
 //!
-//! At N = 1,000,000 (issue 24; `BM25_BENCH_SIZES=…,1000000`, BENCHMARKS.md "Registry scale")
+//! At N = 1,000,000 (issue 24; `BM25_BENCH_SIZES=…,1000000`, BENCHMARKS.md "BM25 search")
 //! queries prune: per-query p50 5.59 ms against flat's 9.30 ms (0.60×; criterion 5.41 against
 //! 9.26 ms), where the plain path gave 8.90 against 8.46 ms (1.05×). Pruning keeps no extra
 //! data in the index (the bounds come from the query's idf); a query's cost is then the rare
@@ -169,6 +169,7 @@ mod merge;
 mod postings;
 mod prune;
 mod query;
+mod reuse;
 pub mod scoring;
 mod scratch;
 mod segment;
@@ -189,13 +190,14 @@ pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
 pub(crate) use identifier::split_identifier;
-pub(crate) use index::{Attachment, KeyHit};
+pub(crate) use index::KeyHit;
 pub use index::{Bm25Index, CorpusStats, Hit};
 pub(crate) use query::HashedQuery;
+pub(crate) use reuse::{KEEP_UP_TO, put_back, take_from};
 pub use scoring::{
     Bm25Params, DEFAULT_B, DEFAULT_K1, Explanation, TermExplanation, TermScorer, idf,
 };
-pub(crate) use scratch::{KEEP_UP_TO, put_back, take_from};
+pub(crate) use segment::Attachment;
 pub use stop_words::STOP_WORDS;
 pub use tokenizer::{Tokenizer, TokenizerConfig};
 pub(crate) use topk::best_first_key;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::hash::term_hash;
 use super::idf_memo::IdfMemo;
+use super::reuse::{KEEP_UP_TO, put_back, take_from};
 use super::scoring::{Bm25Params, LengthNorm, TermScorer};
-use super::scratch::{KEEP_UP_TO, put_back, take_from};
 use super::segment::{Segment, same_bytes};
 
 /// One distinct query term that at least one live document contains.

@@ -16,11 +16,15 @@
 use std::sync::Arc;
 
 use super::hash::term_hash;
-use super::index::Attachment;
 use super::postings::{List, Postings, SHORT_MAX_DOCS};
 use super::term_ids::{Ids, TermIds};
 use super::term_offsets::TermOffsets;
 use super::term_table::TermTable;
+
+/// What the crate may keep with a document, opaque to the index: the store keeps each
+/// record's row there, so that a search hit leads to its record without a look-up by key
+/// (see [`KeyHit::attachment`](super::index::KeyHit::attachment)).
+pub(crate) type Attachment = Arc<dyn std::any::Any + Send + Sync>;
 
 /// No term: an id no segment gives out.
 pub(super) const NO_TERM: u32 = u32::MAX;

@@ -37,7 +37,7 @@ use crate::bm25::hash::StrState;
 use crate::bm25::{BulkLoad, Document};
 
 use super::error::StoreError;
-use super::index_keys::IndexKeys;
+use super::index_keys::{BatchKeys, BatchValues, IndexKeys};
 use super::schema::{Record, Row, Table, TableDef};
 use super::table::TableState;
 use super::txn::WriteTxn;
@@ -49,40 +49,6 @@ use super::txn::WriteTxn;
 struct Batch {
     rows: Vec<(Arc<str>, Row)>,
     values: Vec<BatchValues>,
-}
-
-/// One index's values in a batch, each with the keys that carry it.
-pub(crate) type BatchValues = HashMap<Arc<str>, Keys, StrState>;
-
-/// The batch's keys carrying one index value, in batch order: most values have one, held
-/// without a list of its own (and a unique index's values never have more).
-pub(crate) enum Keys {
-    One(Arc<str>),
-    Many(Vec<Arc<str>>),
-}
-
-impl Keys {
-    fn push(&mut self, key: &Arc<str>) {
-        match self {
-            Keys::One(first) => *self = Keys::Many(vec![Arc::clone(first), Arc::clone(key)]),
-            Keys::Many(keys) => keys.push(Arc::clone(key)),
-        }
-    }
-
-    /// The first key that carried the value.
-    pub(crate) fn first(&self) -> Option<&Arc<str>> {
-        match self {
-            Keys::One(key) => Some(key),
-            Keys::Many(keys) => keys.first(),
-        }
-    }
-
-    fn into_vec(self) -> Vec<Arc<str>> {
-        match self {
-            Keys::One(key) => vec![key],
-            Keys::Many(keys) => keys,
-        }
-    }
 }
 
 impl WriteTxn {
@@ -305,7 +271,7 @@ fn check_rows(
                 match groups.entry(value) {
                     hash_map::Entry::Occupied(mut keys) => keys.get_mut().push(&key),
                     hash_map::Entry::Vacant(slot) => {
-                        slot.insert(Keys::One(Arc::clone(&key)));
+                        slot.insert(BatchKeys::One(Arc::clone(&key)));
                     }
                 }
             }
@@ -331,7 +297,7 @@ impl TableState {
         }
         for (map, groups) in self.indexes.iter_mut().zip(values) {
             let was_empty = map.is_empty();
-            let mut groups: Vec<(Arc<str>, Keys)> = groups.into_iter().collect();
+            let mut groups: Vec<(Arc<str>, BatchKeys)> = groups.into_iter().collect();
             groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             for (value, keys) in groups {
                 let mut keys = keys.into_vec();

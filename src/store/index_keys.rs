@@ -1,8 +1,12 @@
-//! The primary keys that carry one value of a secondary index.
+//! The primary keys that carry one value of a secondary index: in a table ([`IndexKeys`]),
+//! and in a bulk insert's batch being checked ([`BatchKeys`], [`BatchValues`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use imbl::OrdSet;
+
+use crate::bm25::hash::StrState;
 
 /// The primary keys carrying one index value, in key order.
 ///
@@ -132,6 +136,44 @@ impl IndexKeys {
                 }
                 false
             }
+        }
+    }
+}
+
+/// One index's values in a batch, each with the keys that carry it.
+pub(crate) type BatchValues = HashMap<Arc<str>, BatchKeys, StrState>;
+
+/// The batch's keys carrying one index value, in batch order: most values have one, held
+/// without a list of its own (and a unique index's values never have more).
+pub(crate) enum BatchKeys {
+    One(Arc<str>),
+    Many(Vec<Arc<str>>),
+}
+
+impl BatchKeys {
+    /// Adds a key met later in the batch.
+    pub fn push(&mut self, key: &Arc<str>) {
+        match self {
+            BatchKeys::One(first) => {
+                *self = BatchKeys::Many(vec![Arc::clone(first), Arc::clone(key)])
+            }
+            BatchKeys::Many(keys) => keys.push(Arc::clone(key)),
+        }
+    }
+
+    /// The first key that carried the value.
+    pub fn first(&self) -> Option<&Arc<str>> {
+        match self {
+            BatchKeys::One(key) => Some(key),
+            BatchKeys::Many(keys) => keys.first(),
+        }
+    }
+
+    /// The keys, in batch order.
+    pub fn into_vec(self) -> Vec<Arc<str>> {
+        match self {
+            BatchKeys::One(key) => vec![key],
+            BatchKeys::Many(keys) => keys,
         }
     }
 }

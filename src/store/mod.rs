@@ -115,7 +115,9 @@ static NEXT_SCHEMA_UID: AtomicU64 = AtomicU64::new(1);
 /// ```
 pub struct StoreBuilder {
     uid: u64,
-    has_builtins: bool,
+    /// How many tables, first in `tables`, are the built-in ones (0 when there are none): their
+    /// constant handles carry [`BUILTIN_SCHEMA`] rather than `uid`.
+    builtin_tables: usize,
     tables: Vec<TableDef>,
 }
 
@@ -146,7 +148,7 @@ impl StoreBuilder {
     pub fn new() -> Self {
         StoreBuilder {
             uid: NEXT_SCHEMA_UID.fetch_add(1, Ordering::Relaxed),
-            has_builtins: false,
+            builtin_tables: 0,
             tables: Vec::new(),
         }
     }
@@ -170,10 +172,7 @@ impl StoreBuilder {
         }
         if let Some((parent, uid)) = schema.parent() {
             // A handle of this builder's, or a built-in table's in a builder that has them.
-            let ours = uid == self.uid
-                || (uid == BUILTIN_SCHEMA
-                    && self.has_builtins
-                    && parent < crate::tables::BUILTIN_TABLES);
+            let ours = uid == self.uid || (uid == BUILTIN_SCHEMA && parent < self.builtin_tables);
             if !ours || parent >= self.tables.len() {
                 return Err(SchemaError::UnknownParent {
                     table: schema.name().to_string(),
@@ -185,13 +184,16 @@ impl StoreBuilder {
         Ok(Table::new(self.tables.len() - 1, self.uid))
     }
 
-    /// Adds the built-in tables; they must come first so their constant handles fit.
+    /// A builder whose first `count` tables are the built-in ones, declared by `declare`; they
+    /// must come first so their constant handles fit. The caller (`crate::tables`) names the
+    /// built-in tables: the store only counts them.
     pub(crate) fn with_builtins(
+        count: usize,
         declare: impl FnOnce(&mut StoreBuilder) -> Result<(), SchemaError>,
     ) -> Result<StoreBuilder, SchemaError> {
         let mut builder = StoreBuilder::new();
         // Set first: a built-in table may follow another by its constant handle.
-        builder.has_builtins = true;
+        builder.builtin_tables = count;
         declare(&mut builder)?;
         Ok(builder)
     }
@@ -207,7 +209,7 @@ impl StoreBuilder {
         let tables: Vec<TableState> = self.tables.iter().map(TableState::new).collect();
         let schema = Arc::new(Schema {
             uid: self.uid,
-            has_builtins: self.has_builtins,
+            builtin_tables: self.builtin_tables,
             tables: self.tables,
         });
         let snapshot = Snapshot {
@@ -361,7 +363,7 @@ impl Store {
             .ok_or_else(|| StoreError::UnknownTable {
                 table: name.to_string(),
             })?;
-        let uid = if schema.has_builtins && id < crate::tables::BUILTIN_TABLES {
+        let uid = if id < schema.builtin_tables {
             BUILTIN_SCHEMA
         } else {
             schema.uid

@@ -18,8 +18,8 @@ pub(crate) struct Schema {
     /// Distinguishes stores built from different builders, so a user table's handle cannot be
     /// used on another store by mistake.
     pub uid: u64,
-    /// Whether the first tables are the built-in ones (see `crate::tables`).
-    pub has_builtins: bool,
+    /// How many tables, first in `tables`, are the built-in ones (0 when there are none).
+    pub builtin_tables: usize,
     pub tables: Vec<TableDef>,
 }
 
@@ -40,7 +40,7 @@ impl Schema {
     #[inline]
     pub fn check_erased(&self, id: usize, schema: u64) -> Result<&TableDef, StoreError> {
         let belongs = if schema == BUILTIN_SCHEMA {
-            self.has_builtins
+            self.builtin_tables > 0
         } else {
             schema == self.uid
         };

@@ -8,9 +8,8 @@ use imbl::ordmap::Entry;
 
 use crate::bm25::{Bm25Index, Document};
 
-use super::bulk::{BatchValues, Keys};
 use super::error::StoreError;
-use super::index_keys::IndexKeys;
+use super::index_keys::{BatchKeys, BatchValues, IndexKeys};
 use super::schema::{Row, TableDef};
 
 /// Secondary index: indexed value → primary keys of the records that carry it.
@@ -105,7 +104,7 @@ impl TableState {
                 // The first holder in key order, as if the batch's were in the table.
                 let in_batch = batch
                     .and_then(|batch| batch.get(i)?.get(value))
-                    .and_then(Keys::first)
+                    .and_then(BatchKeys::first)
                     .filter(|k| **k != key);
                 let holder = match (holder, in_batch) {
                     (Some(a), Some(b)) => Some(a.min(b)),
