@@ -18,7 +18,8 @@
 //! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus (and its JSONL
 //! tape), a minimal loop with approvals and record/replay. `models` (feature `models`):
 //! OpenAI-compatible and Anthropic model adapters.
-//! [`eval`]: selection-quality metrics.
+//! [`eval`]: selection-quality metrics. `sync` (feature `postgres`): replicas of one catalog
+//! through a change log in PostgreSQL.
 //!
 //! ## Features
 //! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
@@ -26,7 +27,9 @@
 //! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the
 //! model adapters (reqwest with rustls, as `mcp-live` already uses). `minilm` (in `cli`):
 //! `embed::MiniLm`, the sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle
-//! and the `tokenizers` crate), its weights read from a directory and never downloaded. With
+//! and the `tokenizers` crate), its weights read from a directory and never downloaded.
+//! `postgres` (in `cli`): `sync`, replicas sharing one catalog through PostgreSQL
+//! (`tokio-postgres`). With
 //! `default-features = false` the library is the store, BM25, selection and execution only.
 
 pub mod agent;
@@ -47,6 +50,8 @@ pub mod models;
 pub mod provider;
 pub mod skills;
 pub mod store;
+#[cfg(feature = "postgres")]
+pub mod sync;
 mod tables;
 pub mod tools;
 

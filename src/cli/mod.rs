@@ -14,12 +14,14 @@ macro_rules! say {
 mod approve;
 mod args;
 mod call;
+mod compact;
 mod eval;
 mod explain;
 mod hybrid;
 mod select;
 mod serve;
 mod source;
+mod state;
 mod stats;
 mod sweep;
 mod synth;
@@ -40,6 +42,7 @@ USAGE:
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
     capstore approve [TOOL... | --all] --mcp-config FILE
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
+    capstore compact --state URL [--namespace NS]
 
 SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --catalog FILE            a capstore catalog file (format capstore.catalog/v1) instead
@@ -85,7 +88,12 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --max-results N           at most N tools per search_tools answer (default 8)
     --hold-new-tools          quarantine tools a known server adds, until approved
     --no-quarantine           do not fingerprint tools (no rug-pull protection)
+    --state postgres://...    share the catalog with every gateway on that PostgreSQL (its
+                              change log), and audit tool calls there; live servers' tools
+                              stay local. --namespace NS: which shared catalog (default capstore)
 APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
+COMPACT: fold a shared catalog's change log in PostgreSQL (postgres://...) into its snapshot
+         row, which new replicas start from; --namespace NS names the catalog (default capstore).
 
     -h, --help                this help
 ";
@@ -139,6 +147,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("serve") => serve::run(rest),
         Some("approve") => approve::run(rest),
         Some("eval") => eval::run(rest),
+        Some("compact") => compact::run(rest),
         // Hidden: a benchmark tool, documented in BENCHMARKS.md, not in the help.
         Some("gen-catalog") => synth::run(rest),
         Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),

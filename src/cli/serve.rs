@@ -5,8 +5,11 @@ use std::net::SocketAddr;
 
 use capstore::gateway::{Gateway, GatewayOptions, Mode, Quarantine, quarantine_path};
 
+use capstore::sync::SyncOptions;
+
 use super::args::{Args, SourceArgs, number, unknown};
 use super::source::{self, progress};
+use super::state;
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
@@ -18,6 +21,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut http: Option<SocketAddr> = None;
     let mut quarantine = true;
     let mut hold_new = false;
+    let mut state_url: Option<String> = None;
+    let mut sync_options = SyncOptions::default();
     let mut it = Args::new(args);
     while let Some(arg) = it.next() {
         if sources.accept(arg, &mut it)? {
@@ -41,6 +46,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "--max-results" => options.max_results = number(arg, it.value(arg)?)?,
             "--hold-new-tools" => hold_new = true,
             "--no-quarantine" => quarantine = false,
+            "--state" => state_url = Some(it.value(arg)?.to_string()),
+            "--namespace" => {
+                sync_options = sync_options
+                    .with_namespace(it.value(arg)?)
+                    .map_err(|e| format!("--namespace: {e}"))?;
+            }
             other => return Err(unknown("serve", other)),
         }
     }
@@ -63,6 +74,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
     options.policy = loaded.policy.clone();
     options.approve_hint = format!("capstore approve --mcp-config {}", config.display());
+    // Kept alive while the gateway serves: the replica, its mirror and the audit.
+    let shared = match &state_url {
+        Some(url) => Some(state::share(
+            url,
+            sync_options,
+            &loaded.store,
+            &live.runtime,
+        )?),
+        None => None,
+    };
+    options.events = shared.as_ref().map(|s| s.events.clone());
     let quarantine = quarantine.then(|| Quarantine::open(quarantine_path(&config), hold_new));
     let gateway = Gateway::new(loaded.store.clone(), quarantine, options);
     let served = live.runtime.block_on(async {
@@ -78,5 +100,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             }
         }
     });
+    drop(shared);
     served.map_err(|e| format!("serve: {e}"))
 }

@@ -50,6 +50,9 @@ pub struct GatewayOptions {
     pub policy: SelectionPolicy,
     /// What to tell the user to run to approve a quarantined tool (`capstore approve ...`).
     pub approve_hint: String,
+    /// Where the gateway's tool calls are reported (each call's start and end, as
+    /// [`Event`](crate::Event)s), e.g. to audit them; `None` (the default) reports nothing.
+    pub events: Option<crate::EventBus>,
 }
 
 impl Default for GatewayOptions {
@@ -60,6 +63,7 @@ impl Default for GatewayOptions {
             pinned: Vec::new(),
             policy: SelectionPolicy::default(),
             approve_hint: "capstore approve".into(),
+            events: None,
         }
     }
 }
@@ -106,9 +110,13 @@ impl Gateway {
     /// # drop(gateway);
     /// ```
     pub fn new(store: Store, quarantine: Option<Quarantine>, options: GatewayOptions) -> Self {
+        let mut executor = Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow);
+        if let Some(bus) = options.events.clone() {
+            executor = executor.with_events(bus);
+        }
         let gateway = Gateway {
             shared: Arc::new(Shared {
-                executor: Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow),
+                executor,
                 store,
                 quarantine,
                 options,

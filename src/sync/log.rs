@@ -1,0 +1,242 @@
+//! The log in PostgreSQL: its tables, and the few statements that read and write them.
+//!
+//! In the schema named by [`SyncOptions::namespace`]:
+//! - `head (id = 1, version)`: the latest version. A writer locks this row (`FOR UPDATE`), so
+//!   writers on every replica are ordered by PostgreSQL, one at a time, and the versions are
+//!   consecutive.
+//! - `log (version, changes, written_at)`: one row per write, its change set as JSON text
+//!   (see `wire`), committed with the head in one transaction that also `NOTIFY`s followers.
+//! - `snapshot (id = 1, version, tables)`: the shared tables at `version`, written by
+//!   compaction, which then deletes the log rows it folded in.
+//! - `audit (id, at, replica, event)`: the gateway's tool-call events (see `audit`).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_postgres::{Client, Connection, GenericClient, NoTls, Socket, tls::NoTlsStream};
+
+use super::{SyncError, SyncOptions};
+
+pub(crate) type PgConnection = Connection<Socket, NoTlsStream>;
+
+/// How many log rows a follower reads per query while catching up.
+pub(crate) const TAIL_PAGE: i64 = 1000;
+
+/// Runs one PostgreSQL operation under the options' timeout, naming it in the error.
+pub(crate) async fn timed<T>(
+    timeout: Duration,
+    what: &str,
+    op: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, SyncError> {
+    match tokio::time::timeout(timeout, op).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(SyncError::Postgres {
+            what: what.to_string(),
+            reason: describe(&e),
+        }),
+        Err(_) => Err(SyncError::Timeout {
+            what: what.to_string(),
+            after: timeout,
+        }),
+    }
+}
+
+/// A driver error with its server-side cause, when there is one.
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// Opens a connection; the caller drives `Connection` (spawned, or polled for notifications).
+pub(crate) async fn connect(
+    url: &str,
+    options: &SyncOptions,
+) -> Result<(Client, PgConnection), SyncError> {
+    timed(
+        options.connect_timeout,
+        "connecting to PostgreSQL",
+        tokio_postgres::connect(url, NoTls),
+    )
+    .await
+}
+
+/// Opens a connection and spawns its driver on the current runtime.
+pub(crate) async fn connect_spawned(url: &str, options: &SyncOptions) -> Result<Client, SyncError> {
+    let (client, connection) = connect(url, options).await?;
+    tokio::spawn(async move {
+        // Its end (an error or a closed socket) shows up as errors on the client's next use.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// The channel followers LISTEN on.
+pub(crate) fn channel(ns: &str) -> String {
+    format!("{ns}_log")
+}
+
+/// Creates the schema and its tables if missing. Safe to run from many replicas at once (a
+/// transaction-scoped advisory lock serialises the `CREATE`s).
+pub(crate) async fn ensure_schema(
+    client: &mut Client,
+    options: &SyncOptions,
+) -> Result<(), SyncError> {
+    let ns = &options.namespace;
+    let t = options.query_timeout;
+    let tx = timed(t, "beginning the schema set-up", client.transaction()).await?;
+    timed(
+        t,
+        "locking the schema set-up",
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&ns]),
+    )
+    .await?;
+    let sql = format!(
+        "CREATE SCHEMA IF NOT EXISTS {ns};
+         CREATE TABLE IF NOT EXISTS {ns}.head (
+             id int PRIMARY KEY CHECK (id = 1), version bigint NOT NULL);
+         INSERT INTO {ns}.head VALUES (1, 0) ON CONFLICT DO NOTHING;
+         CREATE TABLE IF NOT EXISTS {ns}.log (
+             version bigint PRIMARY KEY, changes text NOT NULL,
+             written_at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE IF NOT EXISTS {ns}.snapshot (
+             id int PRIMARY KEY CHECK (id = 1), version bigint NOT NULL, tables text NOT NULL);
+         CREATE TABLE IF NOT EXISTS {ns}.audit (
+             id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(),
+             replica text NOT NULL, event text NOT NULL);"
+    );
+    timed(t, "creating the log's tables", tx.batch_execute(&sql)).await?;
+    timed(t, "committing the schema set-up", tx.commit()).await
+}
+
+/// Appends one change set as the next version, if the head is `expected` (when given).
+/// Returns the version written. Acknowledged only once PostgreSQL has committed it.
+pub(crate) async fn append(
+    client: &mut Client,
+    options: &SyncOptions,
+    expected: Option<u64>,
+    changes: &str,
+) -> Result<u64, SyncError> {
+    let ns = &options.namespace;
+    let t = options.query_timeout;
+    let tx = timed(t, "beginning a write", client.transaction()).await?;
+    let head = timed(
+        t,
+        "locking the log's head",
+        tx.query_one(
+            &format!("SELECT version FROM {ns}.head WHERE id = 1 FOR UPDATE"),
+            &[],
+        ),
+    )
+    .await?;
+    let head = to_version(head.get::<_, i64>(0));
+    if let Some(expected) = expected
+        && expected != head
+    {
+        // Dropping the transaction rolls it back.
+        return Err(SyncError::Conflict {
+            expected,
+            actual: head,
+        });
+    }
+    let version = head + 1;
+    let v = to_sql(version);
+    timed(
+        t,
+        "appending to the log",
+        tx.execute(
+            &format!("INSERT INTO {ns}.log (version, changes) VALUES ($1, $2)"),
+            &[&v, &changes],
+        ),
+    )
+    .await?;
+    timed(
+        t,
+        "moving the log's head",
+        tx.execute(
+            &format!("UPDATE {ns}.head SET version = $1 WHERE id = 1"),
+            &[&v],
+        ),
+    )
+    .await?;
+    timed(
+        t,
+        "notifying followers",
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&channel(ns), &version.to_string()],
+        ),
+    )
+    .await?;
+    timed(t, "committing a write", tx.commit()).await?;
+    Ok(version)
+}
+
+/// The latest version.
+pub(crate) async fn head(
+    client: &impl GenericClient,
+    options: &SyncOptions,
+) -> Result<u64, SyncError> {
+    let ns = &options.namespace;
+    let row = timed(
+        options.query_timeout,
+        "reading the log's head",
+        client.query_one(&format!("SELECT version FROM {ns}.head WHERE id = 1"), &[]),
+    )
+    .await?;
+    Ok(to_version(row.get::<_, i64>(0)))
+}
+
+/// Up to [`TAIL_PAGE`] entries after `after`, in version order.
+pub(crate) async fn tail(
+    client: &impl GenericClient,
+    options: &SyncOptions,
+    after: u64,
+) -> Result<Vec<(u64, String)>, SyncError> {
+    let ns = &options.namespace;
+    let rows = timed(
+        options.query_timeout,
+        "reading the log",
+        client.query(
+            &format!(
+                "SELECT version, changes FROM {ns}.log WHERE version > $1 ORDER BY version LIMIT $2"
+            ),
+            &[&to_sql(after), &TAIL_PAGE],
+        ),
+    )
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|row| (to_version(row.get::<_, i64>(0)), row.get::<_, String>(1)))
+        .collect())
+}
+
+/// The compacted snapshot, if compaction ever ran: its version and tables (JSON).
+pub(crate) async fn snapshot(
+    client: &impl GenericClient,
+    options: &SyncOptions,
+) -> Result<Option<(u64, String)>, SyncError> {
+    let ns = &options.namespace;
+    let row = timed(
+        options.query_timeout,
+        "reading the snapshot",
+        client.query_opt(
+            &format!("SELECT version, tables FROM {ns}.snapshot WHERE id = 1"),
+            &[],
+        ),
+    )
+    .await?;
+    Ok(row.map(|row| (to_version(row.get::<_, i64>(0)), row.get::<_, String>(1))))
+}
+
+pub(crate) fn to_version(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+pub(crate) fn to_sql(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}

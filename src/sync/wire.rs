@@ -1,0 +1,374 @@
+//! What travels through PostgreSQL: change sets of the shared tables as JSON, and how a
+//! replica applies one to its store.
+//!
+//! A log entry is `{"changes":[{"table":"tools","key":"fs/read","after":{...}}, ...]}`: per
+//! (table, key) the record after the write, or `null` for a delete. Applying is an upsert or a
+//! delete-if-present per change, in order, in one store transaction, so every replica that
+//! applies the same entries from the same state reaches the same tables, whatever each one's
+//! store held for other reasons. An entry that cannot be applied (a record its validator refuses,
+//! a unique index it would break, a table this build does not share) is refused whole, on every
+//! replica alike, since they all hold the same state at that version.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::hooks::Hook;
+use crate::skills::Skill;
+use crate::store::{Change, ChangeSet, Record, Snapshot, StoreError, Table, TableSchema, WriteTxn};
+use crate::tools::Tool;
+use crate::{HOOKS, SKILLS, TOOLS};
+
+use super::SyncError;
+
+/// A record type whose table is shared by every replica: its rows travel through the log.
+///
+/// Implemented for [`Tool`], [`Skill`] and [`Hook`] (the tables `tools`, `skills`, `hooks`).
+/// Handlers (`handlers`, `hook_handlers`) and embeddings (`vectors`) stay local: a replica runs
+/// what it can run and embeds with its own model.
+pub trait Shared: Record + Serialize + DeserializeOwned {
+    /// The table's name, as the log names it.
+    const TABLE: &'static str;
+    /// The built-in table's handle.
+    fn table() -> Table<Self>;
+    /// The record's primary key in that table.
+    fn key(&self) -> String;
+}
+
+impl Shared for Tool {
+    const TABLE: &'static str = "tools";
+    fn table() -> Table<Tool> {
+        TOOLS
+    }
+    fn key(&self) -> String {
+        self.qualified_name()
+    }
+}
+
+impl Shared for Skill {
+    const TABLE: &'static str = "skills";
+    fn table() -> Table<Skill> {
+        SKILLS
+    }
+    fn key(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl Shared for Hook {
+    const TABLE: &'static str = "hooks";
+    fn table() -> Table<Hook> {
+        HOOKS
+    }
+    fn key(&self) -> String {
+        self.id.clone()
+    }
+}
+
+/// The names of the shared tables, in the order snapshots list them.
+pub const SHARED_TABLES: [&str; 3] = [Tool::TABLE, Skill::TABLE, Hook::TABLE];
+
+/// One change of a log entry: the record after it, `None` for a delete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WireChange {
+    pub table: String,
+    pub key: String,
+    pub after: Option<Value>,
+}
+
+/// One log entry's body.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct WireEntry {
+    pub changes: Vec<WireChange>,
+}
+
+/// The writes of one replicated write, built up before it is sent: puts (insert or replace)
+/// and deletes of the shared tables, applied in this order.
+///
+/// ```
+/// use capstore::sync::Batch;
+/// use capstore::{Skill, Tool, SKILLS, TOOLS};
+/// let mut batch = Batch::new();
+/// batch.put(&TOOLS, Tool::new("read_file", "Read a file").with_source("fs"))?;
+/// batch.put(&SKILLS, Skill::new("files", "Work with files"))?;
+/// batch.delete(&TOOLS, "fs/old_tool");
+/// assert_eq!(batch.len(), 3);
+/// # Ok::<(), capstore::sync::SyncError>(())
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    pub(crate) changes: Vec<WireChange>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Inserts `record`, or replaces the one under its key. Fails only if the record cannot be
+    /// written as JSON.
+    pub fn put<R: Shared>(&mut self, _table: &Table<R>, record: R) -> Result<&mut Self, SyncError> {
+        let after = serde_json::to_value(&record).map_err(|e| SyncError::Encode {
+            table: R::TABLE.to_string(),
+            key: record.key(),
+            reason: e.to_string(),
+        })?;
+        self.changes.push(WireChange {
+            table: R::TABLE.to_string(),
+            key: record.key(),
+            after: Some(after),
+        });
+        Ok(self)
+    }
+
+    /// Deletes the record under `key`, if there is one when the batch is applied.
+    pub fn delete<R: Shared>(&mut self, _table: &Table<R>, key: &str) -> &mut Self {
+        self.changes.push(WireChange {
+            table: R::TABLE.to_string(),
+            key: key.to_string(),
+            after: None,
+        });
+        self
+    }
+
+    /// How many writes the batch holds.
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Whether the batch holds no write.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+/// Where a replica's store is in the log: one row, key `"log"`, written in the same store
+/// transaction as each change set applied, so every snapshot says which log version it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogPosition {
+    pub version: u64,
+    /// Entries refused so far (see the module doc).
+    pub refused: u64,
+}
+
+/// The name of the store table holding [`LogPosition`].
+pub(crate) const POSITION_TABLE: &str = "sync_position";
+pub(crate) const POSITION_KEY: &str = "log";
+
+pub(crate) fn position_schema() -> TableSchema<LogPosition> {
+    TableSchema::new(POSITION_TABLE, |_: &LogPosition| POSITION_KEY.to_string())
+}
+
+/// The log position a snapshot holds (0 before anything was applied).
+pub(crate) fn position(snap: &Snapshot, table: &Table<LogPosition>) -> LogPosition {
+    snap.get(table, POSITION_KEY)
+        .ok()
+        .flatten()
+        .copied()
+        .unwrap_or(LogPosition {
+            version: 0,
+            refused: 0,
+        })
+}
+
+fn apply_one<R: Shared>(tx: &mut WriteTxn, change: &WireChange) -> Result<(), SyncError> {
+    let table = R::table();
+    match &change.after {
+        Some(value) => {
+            let record: R = R::deserialize(value).map_err(|e| SyncError::Decode {
+                what: format!("{} record {:?}", R::TABLE, change.key),
+                reason: e.to_string(),
+            })?;
+            if record.key() != change.key {
+                return Err(SyncError::Decode {
+                    what: format!("{} record {:?}", R::TABLE, change.key),
+                    reason: format!("the record's key is {:?}", record.key()),
+                });
+            }
+            tx.upsert(&table, record)?;
+        }
+        None => match tx.delete(&table, &change.key) {
+            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        },
+    }
+    Ok(())
+}
+
+/// Applies one entry's changes to `tx`; on error the caller rolls them back.
+pub(crate) fn apply_changes(tx: &mut WriteTxn, changes: &[WireChange]) -> Result<(), SyncError> {
+    for change in changes {
+        match change.table.as_str() {
+            Tool::TABLE => apply_one::<Tool>(tx, change)?,
+            Skill::TABLE => apply_one::<Skill>(tx, change)?,
+            Hook::TABLE => apply_one::<Hook>(tx, change)?,
+            other => {
+                return Err(SyncError::Decode {
+                    what: format!("a change to {other:?}"),
+                    reason: format!("shared tables are {SHARED_TABLES:?}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies one log entry as its own store transaction's content: the changes (all or none) and
+/// the new position. Returns whether the changes were applied (false: refused, position moved).
+pub(crate) fn apply_entry(
+    tx: &mut WriteTxn,
+    position_table: &Table<LogPosition>,
+    version: u64,
+    body: &str,
+) -> Result<bool, StoreError> {
+    let mut pos = position(tx.view(), position_table);
+    let applied = match serde_json::from_str::<WireEntry>(body) {
+        Ok(entry) => tx
+            .all_or_nothing(|tx| apply_changes(tx, &entry.changes).map_err(Refused::from))
+            .is_ok(),
+        Err(_) => false,
+    };
+    pos.version = version;
+    if !applied {
+        pos.refused += 1;
+    }
+    tx.upsert(position_table, pos)?;
+    Ok(applied)
+}
+
+/// An entry's refusal, carrying the store error that `all_or_nothing` needs to roll back with.
+struct Refused;
+impl From<SyncError> for Refused {
+    fn from(_: SyncError) -> Self {
+        Refused
+    }
+}
+impl From<StoreError> for Refused {
+    fn from(_: StoreError) -> Self {
+        Refused
+    }
+}
+
+/// The shared tables as a compacted snapshot row holds them (read side).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireTables {
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    #[serde(default)]
+    pub skills: Vec<Skill>,
+    #[serde(default)]
+    pub hooks: Vec<Hook>,
+    /// Entries refused up to the snapshot's version.
+    #[serde(default)]
+    pub refused: u64,
+}
+
+/// The same, borrowed from a snapshot (write side).
+#[derive(Serialize)]
+struct WireTablesRef<'s> {
+    tools: Vec<&'s Tool>,
+    skills: Vec<&'s Skill>,
+    hooks: Vec<&'s Hook>,
+    refused: u64,
+}
+
+/// The shared tables of `snap` as the JSON of a snapshot row.
+pub(crate) fn encode_tables(snap: &Snapshot, refused: u64) -> Result<String, SyncError> {
+    let tables = WireTablesRef {
+        tools: snap.iter(&TOOLS)?.records().collect(),
+        skills: snap.iter(&SKILLS)?.records().collect(),
+        hooks: snap.iter(&HOOKS)?.records().collect(),
+        refused,
+    };
+    serde_json::to_string(&tables).map_err(|e| SyncError::Encode {
+        table: "snapshot".into(),
+        key: String::new(),
+        reason: e.to_string(),
+    })
+}
+
+/// Makes `tx`'s shared tables exactly `tables` (a compacted snapshot): bulk inserts into empty
+/// tables, otherwise deletes what is not in it and upserts the rest.
+pub(crate) fn replace_tables(tx: &mut WriteTxn, tables: WireTables) -> Result<(), StoreError> {
+    replace_table(tx, &TOOLS, tables.tools)?;
+    replace_table(tx, &SKILLS, tables.skills)?;
+    replace_table(tx, &HOOKS, tables.hooks)?;
+    Ok(())
+}
+
+fn replace_table<R: Shared>(
+    tx: &mut WriteTxn,
+    table: &Table<R>,
+    records: Vec<R>,
+) -> Result<(), StoreError> {
+    if tx.view().count(table)? == 0 {
+        tx.insert_many(table, records)?;
+        return Ok(());
+    }
+    let keep: std::collections::HashSet<String> = records.iter().map(Shared::key).collect();
+    let gone: Vec<Arc<str>> = tx
+        .view()
+        .iter(table)?
+        .map(|(key, _)| Arc::clone(key))
+        .filter(|key| !keep.contains(&**key))
+        .collect();
+    for key in gone {
+        tx.delete(table, &key)?;
+    }
+    for record in records {
+        tx.upsert(table, record)?;
+    }
+    Ok(())
+}
+
+/// Copies one commit's changes of the shared tables into another store's transaction.
+pub(crate) fn copy_changes(tx: &mut WriteTxn, changes: &ChangeSet) -> Result<(), StoreError> {
+    for change in &changes.changes {
+        copy_change(tx, change, &TOOLS)?;
+        copy_change(tx, change, &SKILLS)?;
+        copy_change(tx, change, &HOOKS)?;
+    }
+    Ok(())
+}
+
+fn copy_change<R: Shared + Clone>(
+    tx: &mut WriteTxn,
+    change: &Change,
+    table: &Table<R>,
+) -> Result<(), StoreError> {
+    if !change.is(table) {
+        return Ok(());
+    }
+    match change.after(table) {
+        Some(record) => {
+            tx.upsert(table, record.clone())?;
+        }
+        None => match tx.delete(table, &change.key) {
+            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        },
+    }
+    Ok(())
+}
+
+/// Upserts every shared record of `snap` into another store's transaction.
+pub(crate) fn copy_tables(tx: &mut WriteTxn, snap: &Snapshot) -> Result<(), StoreError> {
+    copy_table(tx, snap, &TOOLS)?;
+    copy_table(tx, snap, &SKILLS)?;
+    copy_table(tx, snap, &HOOKS)?;
+    Ok(())
+}
+
+fn copy_table<R: Shared + Clone>(
+    tx: &mut WriteTxn,
+    snap: &Snapshot,
+    table: &Table<R>,
+) -> Result<(), StoreError> {
+    for (_, record) in snap.iter(table)? {
+        tx.upsert(table, record.clone())?;
+    }
+    Ok(())
+}

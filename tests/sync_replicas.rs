@@ -1,0 +1,244 @@
+//! Replicas through PostgreSQL (feature `postgres`), two or three in one test process, against a
+//! real server (`scripts/postgres.sh run`, which `scripts/test.sh` uses).
+
+mod pg;
+
+use std::sync::Arc;
+
+use capstore::sync::{Batch, Replica, SyncError, compact};
+use capstore::{HOOKS, Hook, HookEvent, SKILLS, Skill, TOOLS, Tool};
+use proptest::prelude::*;
+
+fn tool(name: &str, description: &str) -> Tool {
+    Tool::new(name, description).with_source("fs")
+}
+
+fn put_tool(name: &str, description: &str) -> Batch {
+    let mut batch = Batch::new();
+    batch.put(&TOOLS, tool(name, description)).expect("encodes");
+    batch
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_a_is_seen_on_b_at_the_same_version() -> Result<(), SyncError> {
+    let (url, options) = (pg::url(), pg::options("seen"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let b = Replica::open(&url, options).await?;
+    assert_eq!((a.version(), b.version()), (0, 0));
+
+    let mut batch = Batch::new();
+    batch.put(&TOOLS, tool("read_file", "Read a file"))?;
+    batch.put(&TOOLS, tool("write_file", "Write a file"))?;
+    batch.put(
+        &SKILLS,
+        Skill::new("files", "Work with files").with_tools(["fs/read_file", "fs/write_file"]),
+    )?;
+    batch.put(&HOOKS, Hook::new("audit", HookEvent::PostToolUse, "*"))?;
+    let v1 = a.write(batch).await?;
+    assert_eq!(v1, 1);
+
+    let on_b = b.wait_for(v1, pg::SEE).await?;
+    assert_eq!(b.version_of(&on_b), v1);
+    assert!(on_b.contains(&TOOLS, "fs/read_file")?);
+    assert_eq!(on_b.count(&SKILLS)?, 1);
+    assert_eq!(on_b.count(&HOOKS)?, 1);
+    // The writer applies its own write the same way.
+    let on_a = a.wait_for(v1, pg::SEE).await?;
+    assert_eq!(pg::tables(&on_a), pg::tables(&on_b));
+
+    // A replace and a delete, then a delete of a key nobody has: applied, changing nothing.
+    let mut batch = Batch::new();
+    batch.put(&TOOLS, tool("read_file", "Read a file, now with ranges"))?;
+    batch.delete(&TOOLS, "fs/write_file");
+    batch.delete(&TOOLS, "fs/never_was");
+    let v2 = b.write(batch).await?;
+    assert_eq!(v2, 2);
+    let on_a = a.wait_for(v2, pg::SEE).await?;
+    let on_b = b.wait_for(v2, pg::SEE).await?;
+    assert_eq!(a.version_of(&on_a), 2);
+    assert_eq!(
+        on_a.get(&TOOLS, "fs/read_file")?
+            .map(|t| t.description.as_str()),
+        Some("Read a file, now with ranges")
+    );
+    assert!(!on_a.contains(&TOOLS, "fs/write_file")?);
+    assert_eq!(pg::tables(&on_a), pg::tables(&on_b));
+    let status = b.status();
+    assert_eq!((status.version, status.refused), (2, 0));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expected_version_turns_a_lost_race_into_a_conflict() -> Result<(), SyncError> {
+    let (url, options) = (pg::url(), pg::options("conflict"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let b = Replica::open(&url, options).await?;
+    let read_at = a.version();
+    let won = b.write_expecting(read_at, put_tool("x", "B's")).await?;
+    let lost = a.write_expecting(read_at, put_tool("x", "A's")).await;
+    assert_eq!(
+        lost,
+        Err(SyncError::Conflict {
+            expected: read_at,
+            actual: won
+        })
+    );
+    // Nothing was written: both replicas end at B's version with B's record.
+    let on_a = a.wait_for(won, pg::SEE).await?;
+    assert_eq!(
+        on_a.get(&TOOLS, "fs/x")?.map(|t| t.description.as_str()),
+        Some("B's")
+    );
+    // A retry at the version it now holds succeeds.
+    let again = a
+        .write_expecting(a.version_of(&on_a), put_tool("x", "A's"))
+        .await?;
+    assert_eq!(again, won + 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_record_is_refused_before_it_is_sent() -> Result<(), SyncError> {
+    let (url, options) = (pg::url(), pg::options("refused"));
+    let a = Replica::open(&url, options).await?;
+    let mut batch = Batch::new();
+    batch.put(&TOOLS, Tool::new(" padded", "x"))?;
+    let err = a.write(batch).await.unwrap_err();
+    assert!(matches!(err, SyncError::Store(_)), "{err}");
+    // Nothing reached the log: the next write is version 1.
+    assert_eq!(a.write(put_tool("good", "x")).await?, 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_replica_and_a_new_one_catch_up_through_the_snapshot() -> Result<(), SyncError>
+{
+    let (url, options) = (pg::url(), pg::options("restart"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let b = Replica::open(&url, options.clone()).await?;
+    a.write(put_tool("one", "1")).await?;
+    b.wait_for(1, pg::SEE).await?;
+    drop(b); // killed: its follower stops with it
+
+    for i in 2..=4 {
+        a.write(put_tool(&format!("t{i}"), "x")).await?;
+    }
+    let mut batch = Batch::new();
+    batch.delete(&TOOLS, "fs/one");
+    let v5 = a.write(batch).await?;
+    let at_v5 = a.wait_for(v5, pg::SEE).await?;
+    let expected = pg::tables(&at_v5);
+
+    // Restarted (an empty store again): from the log alone.
+    let b = Replica::open(&url, options.clone()).await?;
+    assert_eq!(b.version(), v5);
+    assert_eq!(pg::tables(&b.snapshot()), expected);
+    // One local commit per log entry: nothing applied twice.
+    assert_eq!(b.store().version(), v5);
+
+    // Compaction folds the log into the snapshot; the log after it keeps growing.
+    assert_eq!(compact(&url, &options).await?, v5);
+    let v6 = a.write(put_tool("after", "compaction")).await?;
+    let c = Replica::open(&url, options.clone()).await?;
+    assert_eq!(c.version(), v6);
+    let on_a = a.wait_for(v6, pg::SEE).await?;
+    assert_eq!(pg::tables(&c.snapshot()), pg::tables(&on_a));
+    // Snapshot (one commit) plus the tail (one commit).
+    assert_eq!(c.store().version(), 2);
+    // The running replicas go on following after compaction.
+    let on_b = b.wait_for(v6, pg::SEE).await?;
+    assert_eq!(pg::tables(&on_b), pg::tables(&on_a));
+    // Compacting again at once changes nothing.
+    assert_eq!(compact(&url, &options).await?, v6);
+    Ok(())
+}
+
+/// One write of the property test: which replica writes, and what.
+#[derive(Debug, Clone)]
+enum Op {
+    Put { name: u8, text: u8 },
+    Delete { name: u8 },
+    Skill { name: u8, tool: u8 },
+}
+
+fn op() -> impl Strategy<Value = (bool, Op)> {
+    let op = prop_oneof![
+        (0u8..4, 0u8..3).prop_map(|(name, text)| Op::Put { name, text }),
+        (0u8..4).prop_map(|name| Op::Delete { name }),
+        (0u8..2, 0u8..4).prop_map(|(name, tool)| Op::Skill { name, tool }),
+    ];
+    (any::<bool>(), op)
+}
+
+fn batch_of(op: &Op) -> Batch {
+    let mut batch = Batch::new();
+    match op {
+        Op::Put { name, text } => {
+            batch
+                .put(&TOOLS, tool(&format!("t{name}"), &format!("text {text}")))
+                .expect("encodes");
+        }
+        Op::Delete { name } => {
+            batch.delete(&TOOLS, &format!("fs/t{name}"));
+        }
+        Op::Skill { name, tool } => {
+            batch
+                .put(
+                    &SKILLS,
+                    Skill::new(format!("s{name}"), "a skill").with_tools([format!("fs/t{tool}")]),
+                )
+                .expect("encodes");
+        }
+    }
+    batch
+}
+
+proptest! {
+    // Each case opens three replicas on a real server: few cases.
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Whatever order PostgreSQL puts two replicas' concurrent writes in, both end with the same
+    /// tables once caught up, and so does a replica opened afterwards from the log alone.
+    #[test]
+    fn any_interleaving_of_two_writers_ends_in_the_same_tables(
+        ops in proptest::collection::vec(op(), 1..12)
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let (url, options) = (pg::url(), pg::options("prop"));
+            let a = Arc::new(Replica::open(&url, options.clone()).await?);
+            let b = Arc::new(Replica::open(&url, options.clone()).await?);
+            let (on_a, on_b): (Vec<Op>, Vec<Op>) = {
+                let (x, y): (Vec<_>, Vec<_>) = ops.iter().cloned().partition(|(first, _)| *first);
+                (x.into_iter().map(|(_, o)| o).collect(), y.into_iter().map(|(_, o)| o).collect())
+            };
+            let writer = |replica: Arc<Replica>, ops: Vec<Op>| async move {
+                for op in &ops {
+                    replica.write(batch_of(op)).await?;
+                }
+                Ok::<(), SyncError>(())
+            };
+            let (ra, rb) = tokio::join!(
+                tokio::spawn(writer(Arc::clone(&a), on_a)),
+                tokio::spawn(writer(Arc::clone(&b), on_b)),
+            );
+            ra.expect("writer A")?;
+            rb.expect("writer B")?;
+            let head = ops.len() as u64;
+            let sa = a.wait_for(head, pg::SEE).await?;
+            let sb = b.wait_for(head, pg::SEE).await?;
+            assert_eq!(a.version_of(&sa), head);
+            assert_eq!(pg::tables(&sa), pg::tables(&sb));
+            // An independent model: the log's changes folded into maps, in version order.
+            assert_eq!(pg::tables(&sa), pg::log_model(&url, &options.namespace).await);
+            let c = Replica::open(&url, options).await?;
+            assert_eq!(c.version(), head);
+            assert_eq!(pg::tables(&c.snapshot()), pg::tables(&sa));
+            Ok::<(), SyncError>(())
+        }).expect("replication");
+    }
+}
