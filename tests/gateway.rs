@@ -322,7 +322,7 @@ fn held_new_tools_wait_for_approval() {
         "tools/call",
         call("f/grow", json!({"name": "late_tool"})),
     );
-    // The new tool is imported (the store has it) but held back.
+    // The new tool is held back (kept out of the store by the hub) and a call says why.
     let mut id = 4;
     let held = loop {
         let reply = raw.request(id, "tools/call", call("f/late_tool", json!({})));

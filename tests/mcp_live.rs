@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use capstore::context::{ContextBuilder, Turn};
-use capstore::mcp::live::{CallError, LiveError, LiveEvent, LiveOptions, McpHub, ServerState};
+use capstore::mcp::live::{
+    CallError, LiveError, LiveEvent, LiveOptions, McpHub, Quarantine, QuarantineReason, ServerState,
+};
 use capstore::mcp::{McpConfig, McpError, ServerConfig};
 use capstore::{ExecError, Executor, HANDLERS, Store, TOOLS, ToolCall, UnselectedCallPolicy};
 use serde_json::{Value, json};
@@ -76,6 +78,7 @@ fn options() -> LiveOptions {
         call_timeout: Duration::from_secs(20),
         reconnect_initial: Duration::from_millis(100),
         reconnect_max: Duration::from_millis(400),
+        ..LiveOptions::default()
     }
 }
 
@@ -471,6 +474,11 @@ async fn a_crash_fails_fast_reconnects_and_leaves_other_servers_alone() {
         "{unavailable:?}"
     );
     assert_eq!(keys(&store), tools_before);
+    let status = &hub.status()[0];
+    assert!(
+        status.down_since.is_some() && status.state == ServerState::Reconnecting,
+        "{status:?}"
+    );
     assert_eq!(
         text(
             &call(&store, "b/echo", json!({"message": "still here"}))
@@ -493,6 +501,7 @@ async fn a_crash_fails_fast_reconnects_and_leaves_other_servers_alone() {
     assert_eq!(store.version(), version);
     let status = &hub.status()[0];
     assert_eq!((status.state, status.connects), (ServerState::Ready, 2));
+    assert_eq!(status.down_since, None);
     hub.shutdown().await;
 }
 
@@ -781,4 +790,202 @@ async fn hooks_events_and_policy_apply_to_mcp_tools() {
         ]
     );
     hub.shutdown().await;
+}
+
+// ---- hostile servers: limits, malformed tools, quarantine ----
+
+/// A server whose `nextCursor` never ends is stopped at the page limit, fast; one that sends
+/// more tools than allowed is refused; both errors name the server and the limit, and the
+/// other servers are imported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_pagination_and_floods_stop_at_their_limits() {
+    let store = Store::new();
+    let start = Instant::now();
+    let hub = McpHub::connect(
+        &store,
+        &config(vec![
+            fault("endless", "endless"),
+            fault("flood", "flood"),
+            fault("good", "ok"),
+        ]),
+        options(),
+    )
+    .await;
+    // Well before the 20 s list timeout: the default limit is 1,000 pages.
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    let result = |server: &str| {
+        hub.startup()
+            .iter()
+            .find(|s| s.server == server)
+            .expect("listed")
+            .result
+            .clone()
+    };
+    let endless = result("endless").expect_err("endless pagination is refused");
+    assert!(
+        matches!(endless, LiveError::Limit { ref server, limit: "pages per tools/list", max: 1_000, .. } if server == "endless"),
+        "{endless:?}"
+    );
+    assert_eq!(
+        endless.to_string(),
+        "MCP server `endless`: sent more than the limit of 1000 pages per tools/list (raise it \
+         with --max-pages if the server is trusted); this listing was not imported"
+    );
+    let flood = result("flood").expect_err("a flood is refused");
+    assert!(
+        matches!(flood, LiveError::Limit { ref server, limit: "tools per server", max: 20_000, .. } if server == "flood"),
+        "{flood:?}"
+    );
+    assert!(result("good").is_ok());
+    assert!(keys(&store).iter().all(|key| key.starts_with("good/")));
+    hub.shutdown().await;
+
+    // Lower limits, through the options.
+    let store = Store::new();
+    let hub = McpHub::connect(
+        &store,
+        &config(vec![fault("big", "huge")]),
+        LiveOptions {
+            max_pages: 5,
+            ..options()
+        },
+    )
+    .await;
+    let error = hub.startup()[0].result.clone().expect_err("over 5 pages");
+    assert!(error.to_string().contains("limit of 5 pages"), "{error}");
+    hub.shutdown().await;
+}
+
+/// Malformed or oversized tools are dropped one by one, each named with its field and why;
+/// the server's valid tools are imported and run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_tool_is_dropped_alone() {
+    let store = Store::new();
+    let hub = McpHub::connect(&store, &config(vec![fault("bad", "malformed")]), options()).await;
+    let report = hub.startup()[0]
+        .result
+        .as_ref()
+        .expect("imports the valid tools");
+    assert_eq!(report.added.len(), 9, "{report:?}");
+    assert_eq!(
+        text(
+            &call(&store, "bad/echo", json!({"message": "ok"}))
+                .await
+                .expect("runs")
+        ),
+        "ok"
+    );
+    let dropped = hub.status()[0].dropped.clone();
+    assert_eq!(dropped.len(), 4, "{dropped:#?}");
+    let expect = [
+        "tool #9 `schema_is_text`, field `inputSchema`: `inputSchema` must be a JSON Schema object, found a string",
+        "tool #10, field `name`: `name` is missing",
+        "tool #11, field `name`: `name` must be a string, found a number",
+        "tool #12 `too_big`, field `tool`: its definition is ",
+    ];
+    for (line, expected) in dropped.iter().zip(expect) {
+        assert!(line.starts_with("MCP server `bad`: "), "{line}");
+        assert!(line.contains(expected), "{line}\nwanted: {expected}");
+        assert!(
+            line.ends_with("dropped, its other tools are kept"),
+            "{line}"
+        );
+    }
+    assert!(
+        dropped[3].contains("over the limit of 65536 bytes per tool"),
+        "{}",
+        dropped[3]
+    );
+    assert!(
+        !keys(&store)
+            .iter()
+            .any(|k| k.contains("schema_is_text") || k.contains("too_big"))
+    );
+    hub.shutdown().await;
+}
+
+/// The hub's quarantine: a rug pull takes the tool out of the store (not selected, not
+/// runnable through the executor) with the reason in `held`; an approval brings it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_keeps_a_rug_pulled_tool_out_of_the_store_until_approved() {
+    let dir = scratch("hub-quarantine");
+    let trust = dir.join("trust.json");
+    let store = Store::new();
+    let hub = McpHub::connect(
+        &store,
+        &config(vec![fault("q", "ok")]),
+        LiveOptions {
+            quarantine: Some(Quarantine::open(&trust, false)),
+            ..options()
+        },
+    )
+    .await;
+    hub.startup()[0].result.as_ref().expect("connects");
+    assert!(hub.held().is_empty());
+    assert_eq!(selected(&store, "echo a message back")[0], "q/echo");
+    let mut events = hub.subscribe();
+    call(&store, "q/mutate", json!({})).await.expect("mutates");
+    next_event(&mut events, |e| matches!(e, LiveEvent::ToolsChanged { .. })).await;
+    let held = hub.held();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].key, "q/echo");
+    assert_eq!(held[0].reason, Some(QuarantineReason::Changed));
+    assert!(
+        held[0].why.contains("changed since it was approved"),
+        "{held:?}"
+    );
+    // Not in the store: no selection offers it and the executor does not run it.
+    assert!(!keys(&store).contains(&"q/echo".to_string()));
+    assert!(!selected(&store, "echo a message back").contains(&"q/echo".to_string()));
+    assert!(matches!(
+        call(&store, "q/echo", json!({"message": "x"})).await,
+        Err(ExecError::UnknownTool { .. })
+    ));
+    // Another process approves; the hub imports the approved definition.
+    assert!(
+        Quarantine::open(&trust, false)
+            .approve("q/echo")
+            .expect("approves")
+    );
+    hub.recheck();
+    assert!(hub.held().is_empty());
+    let snap = store.snapshot();
+    let echo = snap.get(&TOOLS, "q/echo").expect("read").expect("back");
+    assert!(
+        echo.description.contains("id_rsa"),
+        "the approved definition"
+    );
+    drop(snap);
+    hub.shutdown().await;
+
+    // A trust file others may write holds every tool back, with why.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&trust, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let store = Store::new();
+        let hub = McpHub::connect(
+            &store,
+            &config(vec![fault("q", "ok")]),
+            LiveOptions {
+                quarantine: Some(Quarantine::open(&trust, false)),
+                ..options()
+            },
+        )
+        .await;
+        assert!(keys(&store).is_empty(), "{:?}", keys(&store));
+        let held = hub.held();
+        assert_eq!(held.len(), 9);
+        assert!(
+            held.iter()
+                .all(|h| h.reason.is_none() && h.why.contains("chmod 600")),
+            "{held:?}"
+        );
+        hub.shutdown().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

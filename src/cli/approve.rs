@@ -4,11 +4,8 @@ use capstore::gateway::{Quarantine, QuarantineReason, quarantine_path};
 
 use super::args::{Args, SourceArgs, unknown};
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        super::push_output(super::HELP.to_string());
-        return Ok(());
-    }
+/// The configuration, the tools and `--all` of an `approve` command line.
+pub(crate) fn parse(args: &[String]) -> Result<(std::path::PathBuf, Vec<String>, bool), String> {
     let mut sources = SourceArgs::default();
     let mut tools = Vec::new();
     let mut all = false;
@@ -26,6 +23,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let Some(config) = sources.mcp_config else {
         return Err("approve: give the gateway's configuration with --mcp-config FILE".into());
     };
+    Ok((config, tools, all))
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        super::push_output(super::HELP.to_string());
+        return Ok(());
+    }
+    let (config, mut tools, all) = parse(args)?;
     let quarantine = Quarantine::open(quarantine_path(&config), false);
     let pending = quarantine.pending().map_err(|e| e.to_string())?;
     if all {

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use capstore::mcp::live::LiveOptions;
+
 /// The arguments of one command, consumed in order.
 pub(crate) struct Args<'a> {
     rest: std::slice::Iter<'a, String>,
@@ -29,6 +31,45 @@ pub(crate) fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T,
         .map_err(|_| format!("{flag}: `{value}` is not a valid number"))
 }
 
+/// `value` as a whole number from `min` to `max`, or an error naming the flag and the range.
+pub(crate) fn count(flag: &str, value: &str, min: usize, max: usize) -> Result<usize, String> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| format!("{flag}: `{value}` is not a whole number from {min} to {max}"))
+}
+
+/// `value` as a finite number from `min` to `max` (no NaN, no infinity), or an error naming
+/// the flag and the range.
+pub(crate) fn real(flag: &str, value: &str, min: f64, max: f64) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && (min..=max).contains(x))
+        .ok_or_else(|| format!("{flag}: `{value}` is not a number from {min} to {max}"))
+}
+
+/// The longest duration a flag takes: one day. Longer waits are mistakes (and some make
+/// `Duration` arithmetic overflow).
+pub(crate) const MAX_SECONDS: f64 = 86_400.0;
+
+/// `value` as a duration in seconds: a finite number above 0 and at most [`MAX_SECONDS`]
+/// (fractions allowed: `0.5`), or an error naming the flag.
+pub(crate) fn seconds(flag: &str, value: &str) -> Result<std::time::Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= MAX_SECONDS)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "{flag}: `{value}` is not a number of seconds above 0 and at most {MAX_SECONDS}"
+            )
+        })
+}
+
 /// Where the tools come from: the bundled catalog unless a catalog file or MCP lists are given.
 #[derive(Default)]
 pub(crate) struct SourceArgs {
@@ -36,9 +77,16 @@ pub(crate) struct SourceArgs {
     pub(crate) mcp: Vec<(String, PathBuf)>,
     /// An `mcpServers` configuration whose servers are connected to live.
     pub(crate) mcp_config: Option<PathBuf>,
-    /// `--call-timeout SECS` for the live servers' calls.
-    pub(crate) call_timeout: Option<std::time::Duration>,
+    /// Timeouts and limits for the live servers (`--call-timeout`, `--connect-timeout`,
+    /// `--max-pages`, `--max-server-tools`, `--max-tool-bytes`).
+    pub(crate) live: LiveOptions,
     pub(crate) bundled: bool,
+    /// `--no-quarantine`: live tools are not fingerprinted (no rug-pull protection).
+    pub(crate) no_quarantine: bool,
+    /// `--hold-new-tools`: tools a known server adds wait for approval.
+    pub(crate) hold_new_tools: bool,
+    /// Set by `call`: connect only to the server of this tool (`server/name`).
+    pub(crate) only_server_of: Option<String>,
 }
 
 impl SourceArgs {
@@ -71,14 +119,18 @@ impl SourceArgs {
                 }
                 self.mcp_config = Some(args.value(flag)?.into());
             }
-            "--call-timeout" => {
-                let seconds: f64 = number(flag, args.value(flag)?)?;
-                if !(seconds > 0.0 && seconds.is_finite()) {
-                    return Err("--call-timeout: give a number of seconds above 0".into());
-                }
-                self.call_timeout = Some(std::time::Duration::from_secs_f64(seconds));
+            "--call-timeout" => self.live.call_timeout = seconds(flag, args.value(flag)?)?,
+            "--connect-timeout" => self.live.connect_timeout = seconds(flag, args.value(flag)?)?,
+            "--max-pages" => self.live.max_pages = count(flag, args.value(flag)?, 1, 1_000_000)?,
+            "--max-server-tools" => {
+                self.live.max_tools = count(flag, args.value(flag)?, 1, 10_000_000)?;
+            }
+            "--max-tool-bytes" => {
+                self.live.max_tool_bytes = count(flag, args.value(flag)?, 256, 1 << 30)?;
             }
             "--bundled" => self.bundled = true,
+            "--no-quarantine" => self.no_quarantine = true,
+            "--hold-new-tools" => self.hold_new_tools = true,
             _ => return Ok(false),
         }
         Ok(true)

@@ -3,14 +3,11 @@
 use capstore::{Executor, ToolCall, UnselectedCallPolicy};
 use serde_json::Value;
 
-use super::args::sources_and_words;
+use super::args::{SourceArgs, sources_and_words};
 use super::source;
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        super::push_output(super::HELP.to_string());
-        return Ok(());
-    }
+/// The sources, the tool and its arguments of a `call` command line.
+pub(crate) fn parse(args: &[String]) -> Result<(SourceArgs, String, Value), String> {
     let (sources, words) = sources_and_words("call", args)?;
     let (tool, arguments) = match words.as_slice() {
         [tool] => (*tool, Value::Object(Default::default())),
@@ -26,8 +23,29 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             );
         }
     };
+    Ok((sources, tool.to_string(), arguments))
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        super::push_output(super::HELP.to_string());
+        return Ok(());
+    }
+    let (mut sources, tool, arguments) = parse(args)?;
+    let tool = tool.as_str();
+    sources.only_server_of = Some(tool.to_string());
     let loaded = source::load(&sources)?;
-    let key = source::resolve_tool(&loaded.store.snapshot(), "call", tool)?;
+    let key = match source::resolve_tool(&loaded.store.snapshot(), "call", tool) {
+        Ok(key) => key,
+        Err(error) => {
+            return Err(loaded
+                .live
+                .as_ref()
+                .zip(sources.mcp_config.as_deref())
+                .and_then(|(live, config)| live.held_error("call", tool, config))
+                .unwrap_or(error));
+        }
+    };
     // Calling one tool by hand: it need not have been selected.
     let executor = Executor::new(loaded.store.clone()).with_policy(UnselectedCallPolicy::Allow);
     let execution = executor.execute(ToolCall::new("cli", key.as_str(), arguments), &[]);

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::args::{Args, SourceArgs, number};
+use super::args::{Args, SourceArgs, count, real};
 use super::hybrid::HybridArgs;
 use capstore::context::{ContextBuilder, SelectionPolicy};
 use capstore::eval::{
@@ -59,7 +59,7 @@ CONFIG FLAGS (levers; defaults are the store's own):
     --no-exact-names          do not rank tools named in the query first
 ";
 
-struct EvalArgs {
+pub(crate) struct EvalArgs {
     tools: String,
     queries: String,
     run_out: Option<String>,
@@ -68,7 +68,7 @@ struct EvalArgs {
     hybrid: HybridArgs,
 }
 
-fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
+pub(crate) fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
     let mut tools = None;
     let mut queries = None;
     let mut run_out = None;
@@ -87,9 +87,9 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
             "--queries" => queries = Some(value()?),
             "--run-out" => run_out = Some(value()?),
             "--split" => split = Some(value()?),
-            "--k" => config.k = number(flag, &value()?)?,
-            "--k1" => config.text.index.params.k1 = number(flag, &value()?)?,
-            "--b" => config.text.index.params.b = number(flag, &value()?)?,
+            "--k" => config.k = count(flag, &value()?, 1, 10_000)?,
+            "--k1" => config.text.index.params.k1 = real(flag, &value()?, 0.0, 100.0)? as f32,
+            "--b" => config.text.index.params.b = real(flag, &value()?, 0.0, 1.0)? as f32,
             "--no-split-identifiers" => config.text.tokenizer.split_identifiers = false,
             "--no-stop-words" => config.text.tokenizer.stop_words = false,
             "--stemming" => config.text.tokenizer.stemming = true,
@@ -108,7 +108,7 @@ fn parse_eval(args: &[String]) -> Result<Option<EvalArgs>, String> {
                 let (field, weight) = spec
                     .split_once('=')
                     .ok_or_else(|| format!("--field-weight: expected FIELD=W, got `{spec}`"))?;
-                let weight = number(flag, weight)?;
+                let weight = real(flag, weight, 0.0, 1_000.0)? as f32;
                 config.text.index.field_weights.insert(field.into(), weight);
             }
             other => {

@@ -4,24 +4,53 @@ use capstore::TOOLS;
 use capstore::context::{ContextBuilder, Turn};
 use capstore::provider::ToolExport;
 
-use super::args::sources_and_words;
+use super::args::{SourceArgs, sources_and_words};
 use super::select::{describe, describe_drop};
 use super::source;
+
+/// The sources, the tool and the message of an `explain` command line.
+pub(crate) fn parse(args: &[String]) -> Result<(SourceArgs, String, String), String> {
+    let (sources, words) = sources_and_words("explain", args)?;
+    match words.split_first() {
+        Some((tool, rest)) if !rest.is_empty() => Ok((sources, tool.to_string(), rest.join(" "))),
+        _ => Err("explain: usage: capstore explain TOOL \"MESSAGE\"".into()),
+    }
+}
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         super::push_output(super::HELP.to_string());
         return Ok(());
     }
-    let (sources, words) = sources_and_words("explain", args)?;
-    let (tool, message) = match words.split_first() {
-        Some((tool, rest)) if !rest.is_empty() => (*tool, rest.join(" ")),
-        _ => return Err("explain: usage: capstore explain TOOL \"MESSAGE\"".into()),
-    };
+    let (sources, tool, message) = parse(args)?;
+    let tool = tool.as_str();
     let loaded = source::load(&sources)?;
     let snap = loaded.store.snapshot();
     let export = ToolExport::for_snapshot(&snap).map_err(|e| e.to_string())?;
-    let key = source::resolve_tool(&snap, "explain", tool)?;
+    let key = match source::resolve_tool(&snap, "explain", tool) {
+        Ok(key) => key,
+        Err(error) => {
+            let held = loaded
+                .live
+                .as_ref()
+                .and_then(|live| live.hub.held().into_iter().find(|held| held.key == tool));
+            let Some(held) = held else {
+                return Err(error);
+            };
+            // Held back by the trust file: never a candidate, and why.
+            say!("tool: {tool}");
+            say!("message: {message:?}");
+            say!(
+                "selected: no, quarantined: {}. Approve it with `capstore approve {tool} --mcp-config {}`",
+                held.why,
+                sources
+                    .mcp_config
+                    .as_deref()
+                    .map_or(String::new(), |c| c.display().to_string())
+            );
+            return Ok(());
+        }
+    };
 
     let mut policy = loaded.policy.clone();
     policy.explain = true;

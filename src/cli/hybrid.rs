@@ -7,7 +7,7 @@ use capstore::Store;
 use capstore::context::{HybridPolicy, Retrieval};
 use capstore::embed::{Embedder, MiniLm, VectorCache, embed_missing};
 
-use super::args::{Args, number};
+use super::args::{Args, count, real};
 
 /// The hybrid flags of one command line.
 #[derive(Default)]
@@ -27,7 +27,7 @@ impl HybridArgs {
         match flag {
             "--embedder" => self.dir = Some(args.value(flag)?.to_string()),
             "--lexical-weight" => {
-                let weight = number(flag, args.value(flag)?)?;
+                let weight = real(flag, args.value(flag)?, 0.0, 1.0)? as f32;
                 self.policy = HybridPolicy {
                     depth: self.policy.depth,
                     ..HybridPolicy::fixed(weight)
@@ -35,7 +35,7 @@ impl HybridArgs {
                 self.tuned = true;
             }
             "--depth" => {
-                self.policy.depth = number(flag, args.value(flag)?)?;
+                self.policy.depth = count(flag, args.value(flag)?, 1, 100_000)?;
                 self.tuned = true;
             }
             "--vector-cache" => {

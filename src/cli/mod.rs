@@ -55,6 +55,15 @@ SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --bundled                 also load the bundled catalog with --catalog, --mcp or
                               --mcp-config
     --call-timeout SECS       give up on a live server's tool call after SECS (default 60)
+    --connect-timeout SECS    give up on starting a live server and its initialize after SECS
+                              (default 30)
+    --max-pages N             read at most N tools/list pages from one server (default 1000)
+    --max-server-tools N      accept at most N tools from one server (default 20000)
+    --max-tool-bytes N        drop a tool whose definition is over N bytes (default 65536)
+    --no-quarantine           do not fingerprint live tools (no rug-pull protection)
+    --hold-new-tools          quarantine tools a known server adds, until approved
+                              (live tools are checked against <config>.quarantine.json, the
+                              trust file `capstore approve` edits, by every command)
 
 SELECT:
     --max-tools N             send at most N tools (default 11)
@@ -83,11 +92,13 @@ CALL:    run TOOL with JSON-ARGS (default {}) and print its result as JSON; with
 SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --mode search             (default) offer search_tools and call_tool, plus pinned tools
     --mode all                offer every upstream tool under its exported name
-    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio
+    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio;
+                              requests whose Host is not this listener, or whose Origin is not
+                              a loopback origin of its port, are refused (403)
+    --allow-origin ORIGIN     also accept requests from the web origin ORIGIN over --http
+                              (https://app.example.com); repeatable. `null` is never accepted
     --pin TOOL                also offer TOOL directly in search mode; repeatable
     --max-results N           at most N tools per search_tools answer (default 8)
-    --hold-new-tools          quarantine tools a known server adds, until approved
-    --no-quarantine           do not fingerprint tools (no rug-pull protection)
     --state postgres://...    share the catalog with every gateway on that PostgreSQL (its
                               change log), and audit tool calls there; live servers' tools
                               stay local. --namespace NS: which shared catalog (default capstore)
@@ -151,5 +162,207 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         // Hidden: a benchmark tool, documented in BENCHMARKS.md, not in the help.
         Some("gen-catalog") => synth::run(rest),
         Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),
+    }
+}
+
+/// Parses a command line as [`dispatch`] would, without loading or running anything: the
+/// argument parser alone, for the tests.
+#[cfg(test)]
+fn parse_only(args: &[String]) -> Result<(), String> {
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("select") => select::parse(rest).map(drop),
+        Some("explain") => explain::parse(rest).map(drop),
+        Some("stats") => stats::parse(rest).map(drop),
+        Some("call") => call::parse(rest).map(drop),
+        Some("serve") => serve::parse(rest).map(drop),
+        Some("approve") => approve::parse(rest).map(drop),
+        Some("eval") => eval::parse_eval(rest).map(drop),
+        Some("gen-catalog") => synth::parse(rest).map(drop),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)] // A test fails by panicking.
+mod tests {
+    use super::parse_only;
+    use proptest::prelude::*;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn durations_out_of_range_are_refused_by_name() {
+        let commands: [&[&str]; 5] = [
+            &["call", "t", "{}"],
+            &["select", "a message"],
+            &["serve"],
+            &["stats"],
+            &["explain", "t", "a message"],
+        ];
+        for command in commands {
+            for flag in ["--call-timeout", "--connect-timeout"] {
+                for bad in [
+                    "1e20", "NaN", "nan", "inf", "-1", "0", "-0", "", "1e-300", "x",
+                ] {
+                    let mut args = argv(command);
+                    args.extend(argv(&["--mcp-config", "f.json", flag, bad]));
+                    let error = parse_only(&args).expect_err(bad);
+                    assert!(
+                        error.starts_with(&format!("{flag}: `{bad}` is not a number of seconds")),
+                        "{command:?} {flag} {bad}: {error}"
+                    );
+                }
+                let mut good = argv(command);
+                good.extend(argv(&["--mcp-config", "f.json", flag, "0.5"]));
+                assert_eq!(parse_only(&good), Ok(()), "{command:?} {flag} 0.5");
+            }
+        }
+    }
+
+    #[test]
+    fn counts_and_weights_out_of_range_are_refused_by_name() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["select", "m", "--max-tools", "0"], "--max-tools"),
+            (
+                &["select", "m", "--max-tools", "99999999999999999999999"],
+                "--max-tools",
+            ),
+            (&["select", "m", "--max-tools", "-3"], "--max-tools"),
+            (
+                &["select", "m", "--lexical-weight", "NaN"],
+                "--lexical-weight",
+            ),
+            (
+                &["select", "m", "--lexical-weight", "1.5"],
+                "--lexical-weight",
+            ),
+            (&["select", "m", "--depth", "0"], "--depth"),
+            (
+                &["serve", "--mcp-config", "f", "--max-results", "0"],
+                "--max-results",
+            ),
+            (
+                &["serve", "--mcp-config", "f", "--max-pages", "0"],
+                "--max-pages",
+            ),
+            (
+                &["serve", "--mcp-config", "f", "--max-server-tools", "-1"],
+                "--max-server-tools",
+            ),
+            (
+                &["serve", "--mcp-config", "f", "--max-tool-bytes", "1e9"],
+                "--max-tool-bytes",
+            ),
+            (
+                &["eval", "--tools", "t", "--queries", "q", "--k1", "inf"],
+                "--k1",
+            ),
+            (
+                &["eval", "--tools", "t", "--queries", "q", "--b", "NaN"],
+                "--b",
+            ),
+            (
+                &["eval", "--tools", "t", "--queries", "q", "--k", "0"],
+                "--k",
+            ),
+            (&["eval", "--field-weight", "name=NaN"], "--field-weight"),
+            (&["gen-catalog", "--tools", "1e20"], "--tools"),
+        ];
+        for (args, flag) in cases {
+            let error = parse_only(&argv(args)).expect_err(&args.join(" "));
+            assert!(error.starts_with(&format!("{flag}: ")), "{args:?}: {error}");
+        }
+    }
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "select",
+                "explain",
+                "stats",
+                "call",
+                "serve",
+                "approve",
+                "eval",
+                "gen-catalog",
+                "--catalog",
+                "--mcp",
+                "--mcp-config",
+                "--bundled",
+                "--call-timeout",
+                "--connect-timeout",
+                "--max-pages",
+                "--max-server-tools",
+                "--max-tool-bytes",
+                "--no-quarantine",
+                "--hold-new-tools",
+                "--max-tools",
+                "--explain",
+                "--json",
+                "--provider",
+                "--defer",
+                "--embedder",
+                "--lexical-weight",
+                "--depth",
+                "--vector-cache",
+                "--mode",
+                "--http",
+                "--pin",
+                "--max-results",
+                "--allow-origin",
+                "--all",
+                "--tools",
+                "--queries",
+                "--k",
+                "--k1",
+                "--b",
+                "--field-weight",
+                "--split",
+                "--tools-per-skill",
+                "--seed",
+                "--help",
+                "-h",
+                "1e20",
+                "NaN",
+                "-inf",
+                "-1",
+                "0",
+                "1",
+                "0.5",
+                "18446744073709551616",
+                "",
+                "=",
+                "a=b",
+                "=b",
+                "a=",
+                "127.0.0.1:0",
+                "[::1]:8808",
+                "0.0.0.0:1",
+                "http://localhost:1",
+                "null",
+                "anthropic",
+                "all",
+                "search",
+                "{}",
+                "[",
+                "\u{0}",
+                "é/ü",
+            ])
+            .prop_map(str::to_string),
+            "\\PC{0,12}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        /// Whatever the command line, parsing it answers (`Ok` or an error), never panics.
+        #[test]
+        fn no_argv_panics(args in prop::collection::vec(word(), 0..9)) {
+            let _ = parse_only(&args);
+        }
     }
 }

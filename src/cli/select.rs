@@ -7,11 +7,11 @@ use capstore::bm25::Explanation;
 use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, estimate_tokens};
 use capstore::provider::{Provider, ToolExport, ToolSearch};
 
-use super::args::{Args, SourceArgs, number, unknown};
+use super::args::{Args, SourceArgs, count, unknown};
 use super::hybrid::HybridArgs;
 use super::source::{self, Loaded};
 
-struct SelectArgs {
+pub(crate) struct SelectArgs {
     message: String,
     source: SourceArgs,
     max_tools: Option<usize>,
@@ -22,7 +22,7 @@ struct SelectArgs {
     hybrid: HybridArgs,
 }
 
-fn parse(args: &[String]) -> Result<SelectArgs, String> {
+pub(crate) fn parse(args: &[String]) -> Result<SelectArgs, String> {
     let mut words = Vec::new();
     let mut parsed = SelectArgs {
         message: String::new(),
@@ -40,7 +40,7 @@ fn parse(args: &[String]) -> Result<SelectArgs, String> {
             continue;
         }
         match arg {
-            "--max-tools" => parsed.max_tools = Some(number(arg, args.value(arg)?)?),
+            "--max-tools" => parsed.max_tools = Some(count(arg, args.value(arg)?, 1, 10_000)?),
             "--explain" => parsed.explain = true,
             "--json" => parsed.json = true,
             "--defer" => parsed.defer = true,

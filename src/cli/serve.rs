@@ -3,24 +3,29 @@
 
 use std::net::SocketAddr;
 
-use capstore::gateway::{Gateway, GatewayOptions, Mode, Quarantine, quarantine_path};
-
+use capstore::gateway::{Gateway, GatewayOptions, HttpGuard, Mode};
 use capstore::sync::SyncOptions;
 
-use super::args::{Args, SourceArgs, number, unknown};
+use super::args::{Args, SourceArgs, count, unknown};
 use super::source::{self, progress};
 use super::state;
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        super::push_output(super::HELP.to_string());
-        return Ok(());
-    }
+/// A `serve` command line, parsed.
+pub(crate) struct ServeArgs {
+    sources: SourceArgs,
+    options: GatewayOptions,
+    http: Option<SocketAddr>,
+    config: std::path::PathBuf,
+    /// `--state`: the PostgreSQL whose change log shares the catalog and the audit.
+    state_url: Option<String>,
+    sync_options: SyncOptions,
+}
+
+/// Reads the flags; checks nothing outside the command line.
+pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
     let mut sources = SourceArgs::default();
     let mut options = GatewayOptions::default();
     let mut http: Option<SocketAddr> = None;
-    let mut quarantine = true;
-    let mut hold_new = false;
     let mut state_url: Option<String> = None;
     let mut sync_options = SyncOptions::default();
     let mut it = Args::new(args);
@@ -42,10 +47,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     format!("--http: `{value}` is not an address like 127.0.0.1:8808")
                 })?);
             }
+            "--allow-origin" => {
+                let origin = it.value(arg)?;
+                // Checked here, so that a typo stops the command before anything starts.
+                HttpGuard::loopback(0)
+                    .allow_origin(origin)
+                    .map_err(|e| format!("--allow-origin: {e}"))?;
+                options.allowed_origins.push(origin.to_string());
+            }
             "--pin" => options.pinned.push(it.value(arg)?.to_string()),
-            "--max-results" => options.max_results = number(arg, it.value(arg)?)?,
-            "--hold-new-tools" => hold_new = true,
-            "--no-quarantine" => quarantine = false,
+            "--max-results" => options.max_results = count(arg, it.value(arg)?, 1, 1_000)?,
             "--state" => state_url = Some(it.value(arg)?.to_string()),
             "--namespace" => {
                 sync_options = sync_options
@@ -58,9 +69,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let Some(config) = sources.mcp_config.clone() else {
         return Err("serve: give the servers to front with --mcp-config FILE".into());
     };
-    if options.max_results == 0 {
-        return Err("--max-results: give at least 1".into());
-    }
     if let Some(addr) = http
         && !addr.ip().is_loopback()
     {
@@ -68,6 +76,29 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "--http {addr}: the gateway binds to loopback addresses only (127.0.0.1, ::1)"
         ));
     }
+    Ok(ServeArgs {
+        sources,
+        options,
+        http,
+        config,
+        state_url,
+        sync_options,
+    })
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        super::push_output(super::HELP.to_string());
+        return Ok(());
+    }
+    let ServeArgs {
+        sources,
+        mut options,
+        http,
+        config,
+        state_url,
+        sync_options,
+    } = parse(args)?;
     let loaded = source::load(&sources)?;
     let Some(live) = &loaded.live else {
         return Err("serve: no live servers".into());
@@ -85,7 +116,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         None => None,
     };
     options.events = shared.as_ref().map(|s| s.events.clone());
-    let quarantine = quarantine.then(|| Quarantine::open(quarantine_path(&config), hold_new));
+    // The hub's trust file: the hub keeps held tools out of the store, the gateway answers
+    // for them.
+    let quarantine = live.quarantine.clone();
     let gateway = Gateway::new(loaded.store.clone(), quarantine, options);
     let served = live.runtime.block_on(async {
         gateway.follow(&live.hub);
@@ -100,6 +133,5 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             }
         }
     });
-    drop(shared);
     served.map_err(|e| format!("serve: {e}"))
 }

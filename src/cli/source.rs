@@ -1,10 +1,11 @@
 //! Loading the tools a command works on into a fresh store, with progress and timing on stderr.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use capstore::catalog::{Catalog, LoadReport};
 use capstore::context::SelectionPolicy;
-use capstore::mcp::live::{LiveOptions, McpHub};
+use capstore::mcp::live::{McpHub, Quarantine, quarantine_path};
 use capstore::mcp::{McpConfig, McpToolList, import_server};
 use capstore::provider::ToolExport;
 use capstore::{Snapshot, Store, TOOLS};
@@ -26,6 +27,21 @@ pub(crate) struct Loaded {
 pub(crate) struct Live {
     pub(crate) runtime: tokio::runtime::Runtime,
     pub(crate) hub: McpHub,
+    /// The trust file the hub checks tools against (`None` with `--no-quarantine`).
+    pub(crate) quarantine: Option<Quarantine>,
+}
+
+impl Live {
+    /// The error for `tool` when the quarantine holds it back: why, and how to approve it.
+    pub(crate) fn held_error(&self, command: &str, tool: &str, config: &Path) -> Option<String> {
+        let held = self.hub.held().into_iter().find(|held| held.key == tool)?;
+        Some(format!(
+            "{command}: `{tool}` is quarantined: {}. A person can approve it with \
+             `capstore approve {tool} --mcp-config {}`",
+            held.why,
+            config.display()
+        ))
+    }
 }
 
 impl Drop for Live {
@@ -73,7 +89,7 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
         labels.push(format!("MCP {server}"));
     }
     let live = match &args.mcp_config {
-        Some(path) => Some(connect(&store, path, args.call_timeout, &mut labels)?),
+        Some(path) => Some(connect(&store, path, args, &mut labels)?),
         None => None,
     };
     let elapsed = start.elapsed();
@@ -93,20 +109,39 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
     })
 }
 
-/// Connects to the servers of the configuration at `path` and imports their tools.
+/// Connects to the servers of the configuration at `path` (only the one that owns
+/// `args.only_server_of`'s tool, when it names one) and imports their tools, checked against
+/// the configuration's trust file unless `--no-quarantine`.
 fn connect(
     store: &Store,
-    path: &std::path::Path,
-    call_timeout: Option<Duration>,
+    path: &Path,
+    args: &SourceArgs,
     labels: &mut Vec<String>,
 ) -> Result<Live, String> {
-    let config = McpConfig::from_path(path).map_err(|e| format!("--mcp-config: {e}"))?;
+    let mut config = McpConfig::from_path(path).map_err(|e| format!("--mcp-config: {e}"))?;
     if config.servers.is_empty() {
         return Err(format!(
             "--mcp-config: {} names no server to connect to",
             path.display()
         ));
     }
+    // `capstore call server/tool`: start that server alone, not every server of the file.
+    if let Some(tool) = &args.only_server_of
+        && let Some((server, _)) = tool.split_once('/')
+        && config.servers.iter().any(|s| s.name == server)
+    {
+        config.servers.retain(|s| s.name == server);
+    }
+    let mut options = args.live.clone();
+    let quarantine =
+        (!args.no_quarantine).then(|| Quarantine::open(quarantine_path(path), args.hold_new_tools));
+    if let Some(quarantine) = &quarantine {
+        // Fails closed either way (every live tool held back); said once here, at start.
+        if let Err(error) = quarantine.verify() {
+            progress(&format!("capstore: {error}"));
+        }
+    }
+    options.quarantine = quarantine.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -117,10 +152,6 @@ fn connect(
         config.servers.len(),
         path.display()
     ));
-    let mut options = LiveOptions::default();
-    if let Some(timeout) = call_timeout {
-        options.call_timeout = timeout;
-    }
     let hub = runtime.block_on(McpHub::connect(store, &config, options));
     for startup in hub.startup() {
         let ms = startup.elapsed.as_secs_f64() * 1e3;
@@ -136,7 +167,25 @@ fn connect(
             Err(error) => progress(&format!("  {error} (going on without it)")),
         }
     }
-    Ok(Live { runtime, hub })
+    for status in hub.status() {
+        for dropped in &status.dropped {
+            progress(&format!("  {dropped}"));
+        }
+    }
+    let held = hub.held();
+    if !held.is_empty() {
+        let names: Vec<&str> = held.iter().map(|h| h.key.as_str()).collect();
+        progress(&format!(
+            "  quarantined, not offered or run until approved (capstore approve --mcp-config {}): {}",
+            path.display(),
+            names.join(", ")
+        ));
+    }
+    Ok(Live {
+        runtime,
+        hub,
+        quarantine,
+    })
 }
 
 /// The qualified name of the tool `name` names: a qualified name as it is, or an exported

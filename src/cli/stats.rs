@@ -6,18 +6,26 @@ use capstore::{HOOKS, SKILLS, TOOLS};
 use super::args::{Args, SourceArgs, unknown};
 use super::source;
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
+/// The sources of a `stats` command line; `None` for `--help`.
+pub(crate) fn parse(args: &[String]) -> Result<Option<SourceArgs>, String> {
     let mut sources = SourceArgs::default();
     let mut it = Args::new(args);
     while let Some(arg) = it.next() {
         if arg == "-h" || arg == "--help" {
-            super::push_output(super::HELP.to_string());
-            return Ok(());
+            return Ok(None);
         }
         if !sources.accept(arg, &mut it)? {
             return Err(unknown("stats", arg));
         }
     }
+    Ok(Some(sources))
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let Some(sources) = parse(args)? else {
+        super::push_output(super::HELP.to_string());
+        return Ok(());
+    };
     let loaded = source::load(&sources)?;
     let snap = loaded.store.snapshot();
     let err = |e: capstore::StoreError| e.to_string();

@@ -3,20 +3,22 @@
 
 use capstore::catalog::synthetic::{Spec, write_catalog};
 
-use super::args::{Args, number, unknown};
+use super::args::{Args, count, number, unknown};
 
-/// `capstore gen-catalog --tools N [--tools-per-skill K] [--seed S]`: the catalog on stdout.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
+/// The spec of a `gen-catalog` command line.
+pub(crate) fn parse(args: &[String]) -> Result<Spec, String> {
     let mut spec = Spec::default();
     let mut it = Args::new(args);
     let mut tools_given = false;
     while let Some(arg) = it.next() {
         match arg {
             "--tools" => {
-                spec.tools = number(arg, it.value(arg)?)?;
+                spec.tools = count(arg, it.value(arg)?, 0, 100_000_000)?;
                 tools_given = true;
             }
-            "--tools-per-skill" => spec.tools_per_skill = number(arg, it.value(arg)?)?,
+            "--tools-per-skill" => {
+                spec.tools_per_skill = count(arg, it.value(arg)?, 1, 1_000_000)?;
+            }
             "--seed" => spec.seed = number(arg, it.value(arg)?)?,
             _ => return Err(unknown("gen-catalog", arg)),
         }
@@ -27,6 +29,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if spec.tools_per_skill == 0 {
         return Err("gen-catalog: --tools-per-skill must be at least 1".into());
     }
+    Ok(spec)
+}
+
+/// `capstore gen-catalog --tools N [--tools-per-skill K] [--seed S]`: the catalog on stdout.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let spec = parse(args)?;
     let stdout = std::io::stdout().lock();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout);
     match write_catalog(&spec, &mut out).and_then(|()| std::io::Write::flush(&mut out)) {

@@ -24,7 +24,19 @@
 //! when first seen; a definition that changes later is quarantined, not offered and not
 //! callable, until approved (`capstore approve TOOL --mcp-config FILE`, or
 //! [`Quarantine::approve`]). New tools of a known server can be held the same way. The state
-//! lives in a small file beside the configuration ([`quarantine_path`]).
+//! lives in a small file beside the configuration ([`quarantine_path`]). The quarantine is the
+//! live hub's ([`LiveOptions::quarantine`](crate::mcp::live::LiveOptions::quarantine)): held
+//! tools never reach the store, so every user of the hub honours it; a gateway that
+//! [`follow`](Gateway::follow)s the hub answers calls to them with why, and imports an approval
+//! at once.
+//!
+//! # Over HTTP
+//! `capstore serve --http 127.0.0.1:PORT` ([`Gateway::serve_http`]) listens on loopback only,
+//! and every request first passes an [`HttpGuard`]: its `Host` must be this listener
+//! (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`) and its `Origin`, when a browser sends
+//! one, a loopback origin of the same port or one given with `--allow-origin`; otherwise the
+//! answer is `403 Forbidden` (`Origin: null` included). That is the DNS-rebinding defence the
+//! MCP transport specification asks for. Other routes on the same listener reuse the guard.
 //!
 //! # What it costs
 //! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
@@ -38,19 +50,22 @@
 //!
 //! let path = std::path::Path::new(".mcp.json");
 //! let store = capstore::Store::new();
-//! let hub = McpHub::connect(&store, &McpConfig::from_path(path)?, LiveOptions::default()).await;
 //! let quarantine = Quarantine::open(quarantine_path(path), false);
+//! let options = LiveOptions { quarantine: Some(quarantine.clone()), ..LiveOptions::default() };
+//! let hub = McpHub::connect(&store, &McpConfig::from_path(path)?, options).await;
 //! let gateway = Gateway::new(store, Some(quarantine), GatewayOptions::default());
 //! gateway.follow(&hub);
 //! gateway.serve_stdio().await?;
 //! # Ok(()) }
 //! ```
 
-mod quarantine;
+mod guard;
 mod server;
 
-pub use quarantine::{
+/// The quarantine is the live hub's ([`crate::mcp::live`]); re-exported where it started.
+pub use crate::mcp::live::{
     Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
-pub use server::{Gateway, GatewayError, GatewayOptions, Mode};
+pub use guard::{HttpGuard, Refusal};
+pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode};

@@ -13,12 +13,13 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use crate::context::{ContextBuilder, SelectionPolicy, Turn};
-use crate::mcp::live::{CallError, LiveEvent, McpHub};
+use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
 use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
-use super::quarantine::{Quarantine, QuarantineReason, Verdict};
+use super::guard::HttpGuard;
+use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
 /// What the client is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,6 +54,9 @@ pub struct GatewayOptions {
     /// Where the gateway's tool calls are reported (each call's start and end, as
     /// [`Event`](crate::Event)s), e.g. to audit them; `None` (the default) reports nothing.
     pub events: Option<crate::EventBus>,
+    /// Web origins let through over HTTP besides this listener's loopback ones
+    /// (`--allow-origin`; see [`HttpGuard`]).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -64,6 +68,7 @@ impl Default for GatewayOptions {
             policy: SelectionPolicy::default(),
             approve_hint: "capstore approve".into(),
             events: None,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -82,6 +87,8 @@ struct Shared {
     executor: Executor,
     /// Connected clients, told when the tool list changes (all mode).
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The hub followed ([`Gateway::follow`]): its held tools and its servers' states.
+    hub: Mutex<Option<McpHub>>,
 }
 
 /// A failure to serve at all (the listener or the transport); requests' own errors are
@@ -98,6 +105,11 @@ impl std::fmt::Display for GatewayError {
 impl std::error::Error for GatewayError {}
 
 const SEARCH: &str = "search_tools";
+/// The most characters of a `search_tools` query that are read; the rest is ignored (and the
+/// answer says so).
+pub const MAX_QUERY_CHARS: usize = 1_000;
+/// The most characters of the query echoed back in a `search_tools` answer.
+const ECHOED_QUERY_CHARS: usize = 100;
 const CALL: &str = "call_tool";
 
 impl Gateway {
@@ -121,6 +133,7 @@ impl Gateway {
                 quarantine,
                 options,
                 peers: Mutex::new(Vec::new()),
+                hub: Mutex::new(None),
             }),
         };
         gateway.review();
@@ -131,7 +144,12 @@ impl Gateway {
     /// them on to every connected client as `notifications/tools/list_changed` (the tool list
     /// only changes in all mode, but a client may re-search in either). Runs until the hub
     /// stops.
+    ///
+    /// The hub's quarantine ([`LiveOptions::quarantine`](crate::mcp::live::LiveOptions)) is
+    /// then the gateway's too: a call to a tool it holds back is answered with why, and
+    /// `search_tools` says what is held back and which servers are down.
     pub fn follow(&self, hub: &McpHub) -> tokio::task::JoinHandle<()> {
+        *self.shared.hub.lock() = Some(hub.clone());
         let gateway = self.clone();
         let mut events = hub.subscribe();
         tokio::spawn(async move {
@@ -167,7 +185,9 @@ impl Gateway {
 
     /// Serves Streamable HTTP clients at `http://ADDR/mcp` until the process ends. `addr` must
     /// be a loopback address: the gateway runs tools on this machine and has no
-    /// authentication of its own.
+    /// authentication of its own. Every request passes the [`HttpGuard`] of the listener's
+    /// port (and [`GatewayOptions::allowed_origins`]) first: a foreign `Host` or `Origin` is
+    /// answered `403 Forbidden`.
     pub async fn serve_http(self, addr: SocketAddr) -> Result<(), GatewayError> {
         use rmcp::transport::streamable_http_server::{
             StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
@@ -180,6 +200,14 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
+        let port = listener.local_addr().map_or(addr.port(), |a| a.port());
+        let mut guard = HttpGuard::loopback(port);
+        for origin in &self.shared.options.allowed_origins {
+            guard
+                .allow_origin(origin)
+                .map_err(|e| GatewayError(format!("--allow-origin: {e}")))?;
+        }
+        let guard = Arc::new(guard);
         let gateway = self.clone();
         let service = StreamableHttpService::new(
             move || Ok(gateway.clone()),
@@ -196,9 +224,19 @@ impl Gateway {
                 }
             };
             let service = service.clone();
+            let guard = Arc::clone(&guard);
             tokio::spawn(async move {
                 let io = hyper_util::rt::TokioIo::new(stream);
-                let service = hyper_util::service::TowerToHyperService::new(service);
+                let service = hyper::service::service_fn(move |request| {
+                    let service = service.clone();
+                    let guard = Arc::clone(&guard);
+                    async move {
+                        Ok::<_, std::convert::Infallible>(match guard.check(&request) {
+                            Ok(()) => service.handle(request).await,
+                            Err(refusal) => refusal.into_response(),
+                        })
+                    }
+                });
                 let _ = hyper_util::server::conn::auto::Builder::new(
                     hyper_util::rt::TokioExecutor::new(),
                 )
@@ -278,13 +316,16 @@ impl Gateway {
 
     /// `search_tools`: capstore's selection for the query, upstream definitions included.
     fn search(&self, args: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
-        let query = args
+        let whole = args
             .get("query")
             .and_then(Value::as_str)
             .filter(|q| !q.trim().is_empty())
             .ok_or_else(|| {
                 ErrorData::invalid_params("search_tools needs a `query` string", None)
             })?;
+        // A query is a task in plain words: what is past the first MAX_QUERY_CHARS is not
+        // read (a 100 KB query would cost selection time and say nothing more).
+        let query = cut(whole, MAX_QUERY_CHARS);
         let limit = match args.get("limit") {
             None | Some(Value::Null) => self.shared.options.max_results,
             Some(value) => value
@@ -314,6 +355,13 @@ impl Gateway {
             .select(&snap, &Turn::new(query))
             .map_err(|e| internal(&e))?;
         let verdicts = self.verdicts(selection.tools.iter().map(|s| &*s.tool));
+        let hub = self.shared.hub.lock().clone();
+        let down: std::collections::HashMap<String, ServerStatus> = hub
+            .iter()
+            .flat_map(McpHub::status)
+            .filter(|s| s.state != ServerState::Ready)
+            .map(|s| (s.name.clone(), s))
+            .collect();
         let mut held_back = 0;
         let mut found = Vec::new();
         for (selected, verdict) in selection.tools.iter().zip(verdicts) {
@@ -327,7 +375,7 @@ impl Gateway {
             let runnable = snap
                 .contains(&crate::HANDLERS, &selected.key)
                 .unwrap_or(false);
-            found.push(json!({
+            let mut entry = json!({
                 "name": &*selected.key,
                 "server": selected.tool.source,
                 "description": selected.tool.description,
@@ -335,19 +383,42 @@ impl Gateway {
                 "score": selected.score,
                 "why": selected.reasons,
                 "runnable": runnable,
-            }));
+            });
+            // A tool of a server that is down fails at once: say so, and since when.
+            if let Some(status) = selected.tool.source.as_deref().and_then(|s| down.get(s)) {
+                entry["runnable"] = json!(false);
+                entry["unavailable"] = json!({
+                    "why": status.last_error.as_deref().unwrap_or("its server is not connected"),
+                    "since": status.down_since.map(rfc3339),
+                });
+            }
+            found.push(entry);
         }
         let skills: Vec<&str> = selection.skills.iter().map(|s| &*s.name).collect();
         let mut answer = json!({
-            "query": query,
+            "query": cut(query, ECHOED_QUERY_CHARS),
             "tools": found,
             "skills": skills,
             "how_to_call": "call_tool with {\"name\": <name>, \"arguments\": {...}}",
         });
-        if held_back > 0 {
-            answer["quarantined"] = json!(format!(
-                "{held_back} matching tool(s) held back: their definitions changed since approved"
+        if query.len() < whole.len() {
+            answer["query_truncated"] = json!(format!(
+                "the query was {} characters; only the first {MAX_QUERY_CHARS} were read",
+                whole.chars().count()
             ));
+        }
+        let held = hub.map(|hub| hub.held()).unwrap_or_default();
+        if held_back > 0 || !held.is_empty() {
+            let names: Vec<&str> = held.iter().take(20).map(|h| h.key.as_str()).collect();
+            let mut note = format!(
+                "{} tool(s) held back until a person approves them (their definitions changed \
+                 since approved, or they are new)",
+                held_back + held.len()
+            );
+            if !names.is_empty() {
+                note.push_str(&format!(": {}", names.join(", ")));
+            }
+            answer["quarantined"] = json!(note);
         }
         if found.is_empty() {
             answer["note"] = json!("no tool matched; try other words, or fewer");
@@ -365,27 +436,19 @@ impl Gateway {
         let snap = self.shared.store.snapshot();
         let export = ToolExport::for_snapshot(&snap)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let Some(key) = resolve(&snap, &export, name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`: use search_tools to find tools by what they do"),
-                None,
-            ));
+        let key = match resolve(&snap, &export, name) {
+            Some(key) => key,
+            None => match self.held(name) {
+                Some(answer) => return answer,
+                None => return Err(self.unknown_tool(name)),
+            },
         };
         let tool = snap
             .get(&TOOLS, &key)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{name}`"), None))?;
         if let Verdict::Quarantined(reason) = self.verdict(tool) {
-            let why = match reason {
-                QuarantineReason::Changed => {
-                    "its description or schema changed since it was approved"
-                }
-                QuarantineReason::New => "it is new on its server and new tools wait for approval",
-            };
-            return Ok(error_result(format!(
-                "tool `{key}` is quarantined: {why}. A person can approve it with `{} {key}`.",
-                self.shared.options.approve_hint
-            )));
+            return Ok(self.quarantined(&key, &reason.to_string()));
         }
         let call = ToolCall::new(context.id.to_string(), key.as_str(), args);
         let outcome = tokio::select! {
@@ -422,6 +485,74 @@ impl Gateway {
             Err(other) => Ok(error_result(other.to_string())),
         }
     }
+}
+
+impl Gateway {
+    /// The answer to a call of `name` when the followed hub holds it back: why, and how to
+    /// approve it. An approval made since is imported first (then `None`: run it).
+    fn held(&self, name: &str) -> Option<Result<CallToolResult, ErrorData>> {
+        let hub = self.shared.hub.lock().clone()?;
+        hub.held().iter().find(|held| held.key == name)?;
+        // `capstore approve` may have just trusted it: import it now rather than within the
+        // hub's next look at the file.
+        if hub.recheck() > 0 && !hub.held().iter().any(|held| held.key == name) {
+            return None;
+        }
+        let held = hub.held().into_iter().find(|held| held.key == name)?;
+        Some(Ok(self.quarantined(&held.key, &held.why)))
+    }
+
+    fn quarantined(&self, key: &str, why: &str) -> CallToolResult {
+        error_result(format!(
+            "tool `{key}` is quarantined: {why}. A person can approve it with `{} {key}`.",
+            self.shared.options.approve_hint
+        ))
+    }
+
+    /// The error for a name that is no tool: search mode points at `search_tools`, all mode
+    /// (which has no `search_tools`) at the tool list.
+    fn unknown_tool(&self, name: &str) -> ErrorData {
+        ErrorData::invalid_params(
+            match self.shared.options.mode {
+                Mode::Search => {
+                    format!("unknown tool `{name}`: use search_tools to find tools by what they do")
+                }
+                Mode::All => format!("unknown tool `{name}`: see tools/list for the tools offered"),
+            },
+            None,
+        )
+    }
+}
+
+/// The first `max` characters of `text`.
+fn cut(text: &str, max: usize) -> &str {
+    text.char_indices()
+        .nth(max)
+        .map_or(text, |(at, _)| &text[..at])
+}
+
+/// `time` as RFC 3339 UTC, to the second (`2026-11-27T10:49:00Z`).
+fn rfc3339(time: std::time::SystemTime) -> String {
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
 }
 
 /// A tool's key from a qualified or exported name.
@@ -475,7 +606,7 @@ fn search_tool(snap: &Snapshot) -> rmcp::model::Tool {
         object(json!({
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What you want to do, in plain words"},
+                "query": {"type": "string", "description": "What you want to do, in plain words (the first 1,000 characters are read)"},
                 "limit": {"type": "integer", "minimum": 1, "description": "At most this many tools"}
             },
             "required": ["query"]
@@ -581,5 +712,27 @@ impl Gateway {
             .pinned
             .iter()
             .any(|pinned| key.is_some() && resolve(&snap, &export, pinned) == key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cut, rfc3339};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap_day = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_661);
+        assert_eq!(rfc3339(leap_day), "2000-02-29T01:01:01Z");
+        let later = UNIX_EPOCH + Duration::from_secs(1_795_776_540);
+        assert_eq!(rfc3339(later), "2026-11-27T10:49:00Z");
+    }
+
+    #[test]
+    fn queries_are_cut_on_character_boundaries() {
+        assert_eq!(cut("héllo", 2), "hé");
+        assert_eq!(cut("hi", 5), "hi");
+        assert_eq!(cut(&"é".repeat(2_000), 1_000).chars().count(), 1_000);
     }
 }

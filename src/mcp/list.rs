@@ -7,6 +7,8 @@ use serde_json::Value;
 use crate::Tool;
 
 use super::error::McpError;
+#[cfg(feature = "mcp-live")]
+use super::parse::{Dropping, parse_page_with};
 use super::parse::{Page, parse_json, parse_page};
 use super::server::check_server;
 use super::tool::McpTool;
@@ -76,6 +78,26 @@ impl McpToolList {
         parse_page(value, 0).map(McpToolList::from_page)
     }
 
+    /// [`from_value`](Self::from_value) for a live server's page: a tool that cannot be read,
+    /// or whose JSON is over `max_tool_bytes`, is left out alone and returned as an
+    /// [`McpError::InvalidTool`] naming it and its field; the page's other tools are kept.
+    /// `offset` is the position of the page's first tool in the whole list. A page that is not
+    /// a tool list at all, or repeats a name, is still an error.
+    #[cfg(feature = "mcp-live")]
+    pub(crate) fn from_value_dropping(
+        value: Value,
+        offset: usize,
+        max_tool_bytes: usize,
+    ) -> Result<(Self, Vec<McpError>), McpError> {
+        let mut dropped = Vec::new();
+        let dropping = Dropping {
+            max_bytes: max_tool_bytes,
+            dropped: &mut dropped,
+        };
+        let page = parse_page_with(value, offset, Some(dropping))?;
+        Ok((McpToolList::from_page(page), dropped))
+    }
+
     /// Reads every page of a paged `tools/list` (each as [`from_json`](Self::from_json) takes
     /// it) into one list. Positions in errors count across pages; a name repeated on two pages
     /// is a [`McpError::DuplicateName`]. The cursor is the last page's.
@@ -128,6 +150,12 @@ impl McpToolList {
         self.tools.extend(page.tools);
         self.next_cursor = page.next_cursor;
         Ok(())
+    }
+
+    /// Keeps the tools for which `keep` is true (called once per tool, in order).
+    #[cfg(feature = "mcp-live")]
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&McpTool) -> bool) {
+        self.tools.retain(keep);
     }
 
     /// The tools, in the server's order.

@@ -42,6 +42,24 @@ pub(super) struct Page {
 
 /// Reads one page; `offset` is the position of its first tool in the whole list.
 pub(super) fn parse_page(value: Value, offset: usize) -> Result<Page, McpError> {
+    parse_page_with(value, offset, None)
+}
+
+/// What to do with a tool that cannot be read: leave it out and note why, instead of
+/// refusing the page. Tools whose JSON is over `max_bytes` are left out too.
+#[cfg_attr(not(feature = "mcp-live"), allow(dead_code))]
+pub(super) struct Dropping<'a> {
+    pub(super) max_bytes: usize,
+    pub(super) dropped: &'a mut Vec<McpError>,
+}
+
+/// [`parse_page`], refusing the page on the first bad tool (`dropping: None`) or leaving bad
+/// tools out one by one.
+pub(super) fn parse_page_with(
+    value: Value,
+    offset: usize,
+    mut dropping: Option<Dropping<'_>>,
+) -> Result<Page, McpError> {
     let Value::Object(mut object) = value else {
         return Err(shape(format!(
             "expected an object with `tools`, or a JSON-RPC response, found {}",
@@ -78,7 +96,35 @@ pub(super) fn parse_page(value: Value, offset: usize) -> Result<Page, McpError> 
     let mut seen: HashMap<String, usize> = HashMap::with_capacity(tools.len());
     for (i, entry) in tools.into_iter().enumerate() {
         let index = offset + i;
-        let tool = parse_tool(entry, index)?;
+        let tool = match &mut dropping {
+            None => parse_tool(entry, index)?,
+            Some(dropping) => {
+                let size = serde_json::to_vec(&entry).map_or(usize::MAX, |bytes| bytes.len());
+                let parsed = if size > dropping.max_bytes {
+                    Err(McpError::InvalidTool {
+                        index,
+                        name: entry
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                        field: "tool",
+                        reason: format!(
+                            "its definition is {size} bytes, over the limit of {} bytes per tool",
+                            dropping.max_bytes
+                        ),
+                    })
+                } else {
+                    parse_tool(entry, index)
+                };
+                match parsed {
+                    Ok(tool) => tool,
+                    Err(error) => {
+                        dropping.dropped.push(error);
+                        continue;
+                    }
+                }
+            }
+        };
         if let Some(first) = seen.insert(tool.name.clone(), index) {
             return Err(McpError::DuplicateName {
                 name: tool.name,

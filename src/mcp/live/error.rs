@@ -61,6 +61,18 @@ pub enum LiveError {
         /// What went wrong.
         reason: String,
     },
+    /// The server sent more than a limit of [`LiveOptions`](super::LiveOptions) allows (pages
+    /// of one `tools/list`, tools): nothing of that listing was imported.
+    Limit {
+        /// The server.
+        server: String,
+        /// Which limit, in words: `pages per tools/list`, `tools per server`.
+        limit: &'static str,
+        /// Its value.
+        max: usize,
+        /// The command-line flag that raises it.
+        flag: &'static str,
+    },
     /// The list arrived but cannot be imported (an invalid tool, duplicate names, a tool still
     /// listed by a skill): nothing of it was imported.
     Import {
@@ -84,6 +96,7 @@ impl LiveError {
             | LiveError::Handshake { server, .. }
             | LiveError::Timeout { server, .. }
             | LiveError::List { server, .. }
+            | LiveError::Limit { server, .. }
             | LiveError::Import { server, .. } => server,
         }
     }
@@ -124,6 +137,16 @@ impl fmt::Display for LiveError {
             LiveError::List { server, reason } => {
                 write!(f, "MCP server `{server}`: tools/list failed: {reason}")
             }
+            LiveError::Limit {
+                server,
+                limit,
+                max,
+                flag,
+            } => write!(
+                f,
+                "MCP server `{server}`: sent more than the limit of {max} {limit} \
+                 (raise it with {flag} if the server is trusted); this listing was not imported"
+            ),
             LiveError::Import { server, error } => {
                 write!(
                     f,

@@ -1,7 +1,7 @@
 //! [`McpHub`]: the servers of a configuration, connected and kept in step with a store.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, oneshot, watch};
@@ -12,6 +12,7 @@ use crate::mcp::config::McpConfig;
 use crate::store::Store;
 
 use super::error::LiveError;
+use super::quarantine::{HeldTool, Quarantine};
 use super::session::{Session, Task};
 
 /// Timeouts and back-off of an [`McpHub`]. Every wait on a server is bounded by one of them.
@@ -37,6 +38,21 @@ pub struct LiveOptions {
     /// The longest wait between two attempts. 30 s by default: a server that is down for good
     /// costs one start-up every half minute.
     pub reconnect_max: Duration,
+    /// The most `tools/list` pages read from one server in one listing: a server that keeps
+    /// sending a `nextCursor` fails with [`LiveError::Limit`](super::LiveError::Limit) at this
+    /// page, not at the list timeout. 1,000 by default.
+    pub max_pages: usize,
+    /// The most tools one server may offer; a longer list fails the server with
+    /// [`LiveError::Limit`](super::LiveError::Limit). 20,000 by default.
+    pub max_tools: usize,
+    /// The most bytes of one tool's definition (its JSON as received); a larger tool is
+    /// dropped alone, and named in [`ServerStatus::dropped`]. 64 KiB by default.
+    pub max_tool_bytes: usize,
+    /// The trust file every server's tools are checked against before they are imported
+    /// ([`Quarantine`]): a tool it holds back (a rug pull, or a new tool with
+    /// `hold_new_tools`) stays out of the store, so nothing selects or runs it, until
+    /// approved; [`McpHub::held`] says which and why. `None` (the default): no check.
+    pub quarantine: Option<Quarantine>,
 }
 
 impl Default for LiveOptions {
@@ -47,6 +63,10 @@ impl Default for LiveOptions {
             call_timeout: Duration::from_secs(60),
             reconnect_initial: Duration::from_millis(500),
             reconnect_max: Duration::from_secs(30),
+            max_pages: 1_000,
+            max_tools: 20_000,
+            max_tool_bytes: 64 * 1024,
+            quarantine: None,
         }
     }
 }
@@ -85,6 +105,12 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
     /// The last lines it wrote to its stderr (stdio servers), oldest first.
     pub stderr: Vec<String>,
+    /// Since when it has been down (reconnecting or stopped); `None` while connecting for
+    /// the first time or connected.
+    pub down_since: Option<SystemTime>,
+    /// The tools of its last `tools/list` that were dropped, each alone, as malformed or too
+    /// large: one line each naming the tool, the field and why. Its other tools are imported.
+    pub dropped: Vec<String>,
 }
 
 impl ServerStatus {
@@ -98,6 +124,8 @@ impl ServerStatus {
             connects: 0,
             last_error: None,
             stderr: Vec::new(),
+            down_since: None,
+            dropped: Vec::new(),
         }
     }
 }
@@ -205,7 +233,7 @@ impl McpHub {
         let mut tasks = Vec::new();
         let mut pending = Vec::new();
         for server in &config.servers {
-            let session = Arc::new(Session::new(&server.name, options.call_timeout));
+            let session = Arc::new(Session::new(&server.name, &options));
             let (first, first_rx) = oneshot::channel();
             let task = Task {
                 session: Arc::clone(&session),
@@ -237,16 +265,55 @@ impl McpHub {
                 elapsed,
             });
         }
-        McpHub {
+        let hub = McpHub {
             inner: Arc::new(Hub {
                 store: store.clone(),
                 sessions,
                 startup,
                 events,
                 shutdown,
-                tasks: Mutex::new(tasks),
+                tasks: Mutex::new(Vec::new()),
             }),
+        };
+        if let Some(quarantine) = options.quarantine {
+            tasks.push(tokio::spawn(watch_approvals(
+                hub.clone_weak(),
+                quarantine,
+                hub.inner.shutdown.subscribe(),
+            )));
         }
+        *hub.inner.tasks.lock() = tasks;
+        hub
+    }
+
+    fn clone_weak(&self) -> std::sync::Weak<Hub> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The live tools the quarantine holds back now ([`LiveOptions::quarantine`]), with why,
+    /// in server then list order. They are not in the store: nothing selects or runs them.
+    ///
+    /// ```no_run
+    /// # async fn f(hub: capstore::mcp::live::McpHub) {
+    /// for held in hub.held() { eprintln!("{} is quarantined: {}", held.key, held.why); }
+    /// # }
+    /// ```
+    pub fn held(&self) -> Vec<HeldTool> {
+        self.inner.sessions.iter().flat_map(|s| s.held()).collect()
+    }
+
+    /// Re-reads the trust file and imports the held tools it now trusts (after
+    /// `capstore approve`, or [`Quarantine::approve`]); returns how many servers' tools
+    /// changed. The hub also does this by itself within about a second of the file changing;
+    /// call it to have an approval take effect at once.
+    ///
+    /// ```no_run
+    /// # async fn f(hub: capstore::mcp::live::McpHub) {
+    /// hub.recheck();
+    /// # }
+    /// ```
+    pub fn recheck(&self) -> usize {
+        recheck(&self.inner)
     }
 
     /// How each server's start-up went, in the configuration's (name) order.
@@ -311,6 +378,58 @@ impl McpHub {
         for task in tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// How often the trust file's modification time is looked at for approvals.
+const APPROVAL_POLL: Duration = Duration::from_secs(1);
+
+/// Imports what an approval trusts, for every session with held tools; the number of servers
+/// whose tools changed. Reports failures as events.
+fn recheck(hub: &Hub) -> usize {
+    let mut changed = 0;
+    for session in &hub.sessions {
+        match session.recheck(&hub.store) {
+            None => {}
+            Some(Ok(report)) => {
+                changed += 1;
+                let _ = hub.events.send(LiveEvent::ToolsChanged {
+                    report,
+                    elapsed: Duration::ZERO,
+                });
+            }
+            Some(Err(error)) => {
+                let _ = hub.events.send(LiveEvent::Failed {
+                    error: LiveError::Import {
+                        server: session.name.clone(),
+                        error,
+                    },
+                });
+            }
+        }
+    }
+    changed
+}
+
+/// Re-checks held tools whenever the trust file changes, until the hub stops.
+async fn watch_approvals(
+    hub: std::sync::Weak<Hub>,
+    quarantine: Quarantine,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut seen = quarantine.modified_at();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(APPROVAL_POLL) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = quarantine.modified_at();
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let Some(hub) = hub.upgrade() else { return };
+        recheck(&hub);
     }
 }
 

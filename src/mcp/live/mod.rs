@@ -67,8 +67,13 @@
 
 mod error;
 mod hub;
+mod quarantine;
 mod session;
 mod stderr;
 
 pub use error::{CallError, LiveError};
 pub use hub::{LiveEvent, LiveOptions, McpHub, ServerState, ServerStatus, Startup};
+pub use quarantine::{
+    HeldTool, Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
+    quarantine_path,
+};

@@ -4,10 +4,13 @@
 
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use parking_lot::RwLock;
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use parking_lot::{Mutex, RwLock};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, ClientRequest, CustomRequest, CustomResult,
+    Implementation, ProtocolVersion, ServerResult,
+};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -24,6 +27,7 @@ use crate::tables::HANDLERS;
 
 use super::error::{CallError, LiveError};
 use super::hub::{LiveEvent, LiveOptions, ServerState, ServerStatus};
+use super::quarantine::{HeldTool, Quarantine, Verdict};
 use super::stderr::StderrTail;
 
 /// How long a stdio server that failed is given to finish writing to stderr, so that its last
@@ -40,6 +44,14 @@ pub(crate) struct Session {
     status: RwLock<ServerStatus>,
     stderr: Arc<StderrTail>,
     call_timeout: Duration,
+    /// The trust file every list is checked against before it is imported.
+    quarantine: Option<Quarantine>,
+    /// The server's whole last list (held tools included), kept so that an approval can be
+    /// imported without asking the server again. Locked for the whole of an import, so that
+    /// imports of one server never interleave.
+    last_list: Mutex<Option<McpToolList>>,
+    /// The tools of the last list held back by the quarantine.
+    held: RwLock<Vec<HeldTool>>,
 }
 
 /// The rmcp client handler: it tells the session task that the server's tool list changed.
@@ -70,14 +82,22 @@ impl ClientHandler for Client {
 type Connection = RunningService<RoleClient, Client>;
 
 impl Session {
-    pub(crate) fn new(name: &str, call_timeout: Duration) -> Self {
+    pub(crate) fn new(name: &str, options: &LiveOptions) -> Self {
         Session {
             name: name.to_string(),
             peer: RwLock::new(None),
             status: RwLock::new(ServerStatus::new(name)),
             stderr: Arc::default(),
-            call_timeout,
+            call_timeout: options.call_timeout,
+            quarantine: options.quarantine.clone(),
+            last_list: Mutex::new(None),
+            held: RwLock::new(Vec::new()),
         }
+    }
+
+    /// The tools of this server held back by the quarantine.
+    pub(crate) fn held(&self) -> Vec<HeldTool> {
+        self.held.read().clone()
     }
 
     pub(crate) fn status(&self) -> ServerStatus {
@@ -86,8 +106,17 @@ impl Session {
         status
     }
 
+    /// Changes the status; keeps `down_since` in step with the state.
     fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
-        change(&mut self.status.write());
+        let mut status = self.status.write();
+        change(&mut status);
+        match status.state {
+            ServerState::Ready => status.down_since = None,
+            ServerState::Reconnecting | ServerState::Stopped => {
+                status.down_since.get_or_insert_with(SystemTime::now);
+            }
+            ServerState::Connecting => {}
+        }
     }
 
     /// Calls the server's tool `tool` over the current connection. Fails at once when there is
@@ -204,15 +233,84 @@ impl Session {
         })
     }
 
-    /// Makes the server's tools in the store exactly `list`, with a forwarding handler for each
-    /// tool that has none, in one transaction (committed only if something changed).
+    /// Makes the server's tools in the store exactly the trusted tools of `list`, with a
+    /// forwarding handler for each tool that has none, in one transaction (committed only if
+    /// something changed). The tools the quarantine holds back are left out, and kept in
+    /// [`held`](Self::held).
     fn import(
         self: &Arc<Self>,
         store: &Store,
         list: &McpToolList,
     ) -> Result<ImportReport, McpError> {
+        let mut last = self.last_list.lock();
+        let report = self.import_trusted(store, list);
+        *last = Some(list.clone());
+        report
+    }
+
+    /// Imports the last list again if some of it was held back and the trust file now trusts
+    /// more of it (an approval). `None` when there was nothing to do.
+    pub(crate) fn recheck(
+        self: &Arc<Self>,
+        store: &Store,
+    ) -> Option<Result<ImportReport, McpError>> {
+        let last = self.last_list.lock();
+        let list = last.as_ref()?;
+        if self.held.read().is_empty() {
+            return None;
+        }
+        let report = self.import_trusted(store, list);
+        Some(report).filter(|r| !matches!(r, Ok(report) if report.is_unchanged()))
+    }
+
+    /// The tools of `list` the quarantine lets through, and those it holds back (all of them,
+    /// with the file's error, when the trust file cannot be read: fail closed).
+    fn screen(&self, list: &McpToolList) -> (McpToolList, Vec<HeldTool>) {
+        let Some(quarantine) = &self.quarantine else {
+            return (list.clone(), Vec::new());
+        };
+        let tools: Vec<crate::Tool> = list.tools().iter().map(|t| t.to_tool(&self.name)).collect();
+        let verdicts: Vec<Result<(), HeldTool>> = match quarantine.check_all(tools.iter()) {
+            Ok(verdicts) => tools
+                .iter()
+                .zip(verdicts)
+                .map(|(tool, verdict)| match verdict {
+                    Verdict::Trusted => Ok(()),
+                    Verdict::Quarantined(reason) => Err(HeldTool {
+                        key: tool.qualified_name(),
+                        reason: Some(reason),
+                        why: reason.to_string(),
+                    }),
+                })
+                .collect(),
+            Err(error) => tools
+                .iter()
+                .map(|tool| {
+                    Err(HeldTool {
+                        key: tool.qualified_name(),
+                        reason: None,
+                        why: error.to_string(),
+                    })
+                })
+                .collect(),
+        };
+        let mut trusted = list.clone();
+        let mut verdict = verdicts.iter();
+        trusted.retain(|_| verdict.next().is_some_and(Result::is_ok));
+        let held = verdicts.into_iter().filter_map(Result::err).collect();
+        (trusted, held)
+    }
+
+    fn import_trusted(
+        self: &Arc<Self>,
+        store: &Store,
+        list: &McpToolList,
+    ) -> Result<ImportReport, McpError> {
+        let (list, held) = self.screen(list);
+        let list = &list;
         let mut tx = store.begin();
         let mut report = import_server_in(&mut tx, &self.name, list)?;
+        *self.held.write() = held;
         let handlers_added = tx.all_or_nothing(|tx| {
             let mut added = false;
             for tool in list.tools() {
@@ -228,6 +326,25 @@ impl Session {
             report.version = Some(tx.commit().version);
         }
         Ok(report)
+    }
+}
+
+/// A dropped tool's error, naming the field.
+fn describe_dropped(error: &McpError) -> String {
+    match error {
+        McpError::InvalidTool {
+            index,
+            name,
+            field,
+            reason,
+        } => {
+            let name = name
+                .as_deref()
+                .map(|n| format!(" `{n}`"))
+                .unwrap_or_default();
+            format!("tool #{index}{name}, field `{field}`: {reason}")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -448,27 +565,87 @@ impl Task {
         }
     }
 
-    /// Every page of `tools/list`, within the list timeout.
+    /// Every page of `tools/list`, within the list timeout and the page and tool limits. A
+    /// malformed or oversized tool is dropped alone and named in the status's `dropped`.
     async fn list(&self, peer: &Peer<RoleClient>) -> Result<McpToolList, LiveError> {
+        let (list, dropped) =
+            tokio::time::timeout(self.options.list_timeout, self.list_pages(peer))
+                .await
+                .map_err(|_| LiveError::Timeout {
+                    server: self.session.name.clone(),
+                    phase: "tools/list",
+                    after: self.options.list_timeout,
+                    stderr: self.session.stderr.quote(),
+                })??;
+        self.session.update(|s| s.dropped = dropped);
+        Ok(list)
+    }
+
+    async fn list_pages(
+        &self,
+        peer: &Peer<RoleClient>,
+    ) -> Result<(McpToolList, Vec<String>), LiveError> {
         let server = || self.session.name.clone();
-        let tools = tokio::time::timeout(self.options.list_timeout, peer.list_all_tools())
-            .await
-            .map_err(|_| LiveError::Timeout {
+        let options = &self.options;
+        let mut list = McpToolList::default();
+        let mut dropped = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _page in 0..options.max_pages {
+            // Asked raw and read with capstore's own parser (not rmcp's typed list), so that
+            // one malformed tool is named and dropped, not the whole answer refused.
+            let params = cursor.take().map(|c| serde_json::json!({ "cursor": c }));
+            let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+            let value = match peer.send_request(request).await {
+                Ok(ServerResult::CustomResult(CustomResult(value))) => value,
+                Ok(other) => serde_json::to_value(other).unwrap_or(Value::Null),
+                Err(ServiceError::McpError(error)) => {
+                    return Err(LiveError::List {
+                        server: server(),
+                        reason: format!("error {}: {}", error.code.0, error.message),
+                    });
+                }
+                Err(error) => {
+                    return Err(LiveError::List {
+                        server: server(),
+                        reason: error.to_string(),
+                    });
+                }
+            };
+            let (page, bad) =
+                McpToolList::from_value_dropping(value, list.len(), options.max_tool_bytes)
+                    .map_err(|error| LiveError::Import {
+                        server: server(),
+                        error,
+                    })?;
+            dropped.extend(bad.into_iter().map(|error| {
+                format!(
+                    "MCP server `{}`: {}; dropped, its other tools are kept",
+                    self.session.name,
+                    describe_dropped(&error)
+                )
+            }));
+            list.extend(page).map_err(|error| LiveError::Import {
                 server: server(),
-                phase: "tools/list",
-                after: self.options.list_timeout,
-                stderr: self.session.stderr.quote(),
-            })?
-            .map_err(|e| LiveError::List {
-                server: server(),
-                reason: e.to_string(),
+                error,
             })?;
-        // Through capstore's own reading of a list, so that live and saved lists are checked
-        // and stored alike (names, schemas, duplicates across pages).
-        let value = serde_json::json!({ "tools": tools });
-        McpToolList::from_value(value).map_err(|error| LiveError::Import {
+            if list.len() > options.max_tools {
+                return Err(LiveError::Limit {
+                    server: server(),
+                    limit: "tools per server",
+                    max: options.max_tools,
+                    flag: "--max-server-tools",
+                });
+            }
+            match list.next_cursor() {
+                None => return Ok((list, dropped)),
+                Some(next) => cursor = Some(next.to_string()),
+            }
+        }
+        Err(LiveError::Limit {
             server: server(),
-            error,
+            limit: "pages per tools/list",
+            max: options.max_pages,
+            flag: "--max-pages",
         })
     }
 
