@@ -506,6 +506,21 @@ impl ContextBuilder {
         self.policy.max_turn_tools.min(self.policy.max_tools)
     }
 
+    /// How many tools a turn may select in all, its message channel's share included:
+    /// `max_turn_tools` plus `message.max_tools` when the policy reads a turn's history (else
+    /// the message alone is the query, and there is no second channel), within `max_tools`.
+    pub(super) fn own_tools(&self) -> usize {
+        let p = &self.policy;
+        let reads_history =
+            (p.history_turns > 0 && p.history_decay > 0.0) || p.recent_tool_weight > 0.0;
+        let share = if reads_history {
+            p.message.max_tools
+        } else {
+            0
+        };
+        self.turn_tools().saturating_add(share).min(p.max_tools)
+    }
+
     /// How many hits the tools' search fetches. Only the first `turn_tools` and the near misses
     /// after them can show, unless a hit further down can: as a drop below a score threshold,
     /// in the place of a tool that a tag filter or the token budget turns away, or as a reason

@@ -35,7 +35,7 @@ impl ContextBuilder {
     /// [`Self::merge_channels`] gave them) at the end. Over `max_tools` or the token budget,
     /// the list is re-packed: carried tools are evicted, stalest first (ties: the later in the
     /// list first, which keeps more of the prefix), until a whole turn's tools
-    /// (`max_turn_tools + message.max_tools`, and the same share of the token budget) fit again, so that the next turns can append without another re-pack.
+    /// ([`Self::own_tools`], and the same share of the token budget) fit again, so that the next turns can append without another re-pack.
     /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
     pub(super) fn carry_over(
         &self,
@@ -99,9 +99,7 @@ impl ContextBuilder {
         let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
         // After a re-pack: room for a whole turn's tools (the message's and the
         // conversation's), in count and in share of the budget.
-        let room = p
-            .max_tools
-            .saturating_sub(self.turn_tools() + p.message.max_tools);
+        let room = p.max_tools.saturating_sub(self.own_tools());
         let share = room as f64 / p.max_tools.max(1) as f64;
         let over_budget = |total: usize, share: f64| {
             p.token_budget

@@ -132,7 +132,8 @@ impl ContextBuilder {
     /// most `max_turn_tools` with the pinned ones, as [`Self::fill`] ranked them), within the
     /// token budget; a tool both bring is the message's, with the conversation's reasons after
     /// its own. The message's tools come on top of the conversation's: a turn selects at most
-    /// `max_turn_tools + message.max_tools`. Those the budget cuts are reported in `dropped`.
+    /// [`Self::own_tools`] (`max_turn_tools + message.max_tools`, within `max_tools`). Those the
+    /// limits cut are reported in `dropped`.
     /// Each tool is labelled with the channel that brought it: without history
     /// (`reads_history` false) the conversation is the message alone. Returns the tools,
     /// ranked, and their tokens.
@@ -173,7 +174,16 @@ impl ContextBuilder {
                 tool
             })
             .chain(rest);
+        let limit = self.own_tools();
         for tool in others {
+            if tools.len() >= limit {
+                dropped.push(Dropped {
+                    key: tool.key,
+                    reason: DropReason::MaxTools { max: limit },
+                    candidate: tool.reasons,
+                });
+                continue;
+            }
             if let Some(budget) = p.token_budget
                 && used + tool.tokens > budget
             {

@@ -61,7 +61,8 @@
 //!    (turns since a turn needed it or the model called it: [`PreviousTool::idle_turns`],
 //!    which a [`Conversation`] keeps; among equals the later in the list, which keeps more of
 //!    the prefix), until a whole turn's tools fit again (`max_tools - max_turn_tools -
-//!    message.max_tools`, and the same share of the budget). That room lets the next turns append without another
+//!    message.max_tools`, the message's share counted when the policy reads a turn's
+//!    history; and the same share of the budget). That room lets the next turns append without another
 //!    re-pack, so a topic switch costs one re-pack rather than a little churn every turn. A
 //!    tool the turn needs is never evicted.
 //!
