@@ -133,7 +133,18 @@ fn post_status(port: u16, host: &str, origin: Option<&str>) -> String {
     }
     request.push_str("\r\n");
     request.push_str(&body);
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+    // "serving MCP at" is printed just before the listener binds: retry for a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stream = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => break stream,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("the gateway does not accept connections: {e}"),
+        }
+    };
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");

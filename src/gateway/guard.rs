@@ -141,7 +141,8 @@ impl HttpGuard {
     }
 
     /// Whether `request` may be served: `Ok`, or the [`Refusal`] to answer with. Reads the
-    /// `Host` (or the URI's authority) and `Origin` headers only. See the [module docs](self).
+    /// `Host` (or the URI's authority) and `Origin` headers only; the rules are in
+    /// [the gateway's docs](crate::gateway) (Over HTTP).
     pub fn check<B>(&self, request: &http::Request<B>) -> Result<(), Refusal> {
         let refuse = |reason: String| Err(Refusal { reason });
         let headers = request.headers();

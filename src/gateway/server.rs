@@ -433,15 +433,20 @@ impl Gateway {
         args: Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let snap = self.shared.store.snapshot();
-        let export = ToolExport::for_snapshot(&snap)
+        let mut snap = self.shared.store.snapshot();
+        let mut export = ToolExport::for_snapshot(&snap)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let key = match resolve(&snap, &export, name) {
-            Some(key) => key,
-            None => match self.held(name) {
-                Some(answer) => return answer,
-                None => return Err(self.unknown_tool(name)),
-            },
+        if resolve(&snap, &export, name).is_none() {
+            if let Some(answer) = self.held(name) {
+                return Ok(answer);
+            }
+            // Not held (any more: an approval may just have been imported): look again.
+            snap = self.shared.store.snapshot();
+            export = ToolExport::for_snapshot(&snap)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        }
+        let Some(key) = resolve(&snap, &export, name) else {
+            return Err(self.unknown_tool(name));
         };
         let tool = snap
             .get(&TOOLS, &key)
@@ -465,6 +470,11 @@ impl Gateway {
             Err(ExecError::InvalidArguments { tool, reason }) => Ok(error_result(format!(
                 "invalid arguments for `{tool}`: {reason}"
             ))),
+            // It left the store between the look-up and the call: a re-import (a rug pull the
+            // hub now holds back, or the server dropped it).
+            Err(ExecError::UnknownTool { tool }) => Ok(self.held(&tool).unwrap_or_else(|| {
+                error_result(format!("tool `{tool}` is no longer offered by its server"))
+            })),
             Err(ExecError::NoHandler { tool }) => Ok(error_result(format!(
                 "`{tool}` comes from a catalog and has no handler here: it is listed for \
                  discovery, not runnable through this gateway"
@@ -490,16 +500,15 @@ impl Gateway {
 impl Gateway {
     /// The answer to a call of `name` when the followed hub holds it back: why, and how to
     /// approve it. An approval made since is imported first (then `None`: run it).
-    fn held(&self, name: &str) -> Option<Result<CallToolResult, ErrorData>> {
+    /// `None` when the hub does not hold it (or no longer does).
+    fn held(&self, name: &str) -> Option<CallToolResult> {
         let hub = self.shared.hub.lock().clone()?;
         hub.held().iter().find(|held| held.key == name)?;
         // `capstore approve` may have just trusted it: import it now rather than within the
         // hub's next look at the file.
-        if hub.recheck() > 0 && !hub.held().iter().any(|held| held.key == name) {
-            return None;
-        }
+        hub.recheck();
         let held = hub.held().into_iter().find(|held| held.key == name)?;
-        Some(Ok(self.quarantined(&held.key, &held.why)))
+        Some(self.quarantined(&held.key, &held.why))
     }
 
     fn quarantined(&self, key: &str, why: &str) -> CallToolResult {
