@@ -4,15 +4,13 @@
 //! against tokens a turn as an SVG with the default policy marked. What the default was chosen
 //! from (BENCHMARKS.md, "Conversations").
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use capstore::Snapshot;
 use capstore::context::{ContextBuilder, MessagePolicy, Retrieval, SelectionPolicy};
-use capstore::embed::{EmbedError, Embedder};
+use capstore::embed::{Embedder, VectorCache};
 use capstore::eval::{ConversationMetrics, ScriptedConversation, run_conversations};
-use parking_lot::Mutex;
 
 /// The grid: `max_turn_tools`, `max_tools`, `message.max_tools`.
 const TURN_TOOLS: [usize; 6] = [8, 9, 10, 11, 12, 13];
@@ -43,12 +41,14 @@ pub(crate) fn sweep(
     let defaults = SelectionPolicy::default();
     let mut retrievals = vec![(Retrieval::Lexical, None)];
     if let Some((retrieval, model)) = hybrid {
-        // Every setting embeds the same messages: once.
-        let memo: Arc<dyn Embedder> = Arc::new(Memo {
-            model,
-            seen: Mutex::new(HashMap::new()),
-        });
-        retrievals.push((retrieval, Some(memo)));
+        // Every setting embeds the same messages: once, kept in memory by a vector cache
+        // that is never saved (its file is never written).
+        let unsaved = std::env::temp_dir().join(format!(
+            "capstore-sweep-{}.unsaved-vectors",
+            std::process::id()
+        ));
+        let cache = VectorCache::open(model, unsaved).map_err(|e| e.to_string())?;
+        retrievals.push((retrieval, Some(Arc::new(cache) as Arc<dyn Embedder>)));
     }
     let mut points = Vec::new();
     for (retrieval, embedder) in retrievals {
@@ -87,41 +87,6 @@ pub(crate) fn sweep(
         }
     }
     Ok(points)
-}
-
-/// An embedder that embeds each text once and remembers its vector.
-struct Memo {
-    model: Arc<dyn Embedder>,
-    seen: Mutex<HashMap<String, Vec<f32>>>,
-}
-
-impl Embedder for Memo {
-    fn model_id(&self) -> &str {
-        self.model.model_id()
-    }
-
-    fn dimensions(&self) -> usize {
-        self.model.dimensions()
-    }
-
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut seen = self.seen.lock();
-        let new: Vec<&str> = texts
-            .iter()
-            .copied()
-            .filter(|t| !seen.contains_key(*t))
-            .collect();
-        if !new.is_empty() {
-            let vectors = self.model.embed(&new)?;
-            for (text, vector) in new.into_iter().zip(vectors) {
-                seen.insert(text.to_owned(), vector);
-            }
-        }
-        Ok(texts
-            .iter()
-            .map(|t| seen.get(*t).cloned().unwrap_or_default())
-            .collect())
-    }
 }
 
 /// The grid as a table, one setting a line.
