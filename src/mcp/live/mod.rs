@@ -69,11 +69,13 @@ mod error;
 mod hub;
 mod quarantine;
 mod session;
+mod status;
 mod stderr;
 
 pub use error::{CallError, LiveError};
-pub use hub::{LiveEvent, LiveOptions, McpHub, ServerState, ServerStatus, Startup};
+pub use hub::{McpHub, Startup};
 pub use quarantine::{
     HeldTool, Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
+pub use status::{LiveEvent, LiveOptions, ServerState, ServerStatus};

@@ -26,8 +26,8 @@ use crate::store::{Store, StoreError};
 use crate::tables::HANDLERS;
 
 use super::error::{CallError, LiveError};
-use super::hub::{LiveEvent, LiveOptions, ServerState, ServerStatus};
 use super::quarantine::{HeldTool, Quarantine, Verdict};
+use super::status::{LiveEvent, LiveOptions, ServerState, ServerStatus};
 use super::stderr::StderrTail;
 
 /// How long a stdio server that failed is given to finish writing to stderr, so that its last
