@@ -1,5 +1,5 @@
-//! Argument dispatch for the `capstore` binary. Arguments are parsed by hand: four commands
-//! with a few flags each do not need a parser crate in every user's build.
+//! Argument dispatch for the `capstore` binary. Arguments are parsed by hand: a handful of
+//! commands with a few flags each do not need a parser crate in every user's build.
 
 /// Writes one line of the command's output (see [`flush_output`]).
 macro_rules! say {
