@@ -13,7 +13,7 @@ use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
 
 use super::builder::ContextBuilder;
-use super::candidates::Explainer;
+use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
@@ -91,7 +91,7 @@ impl ContextBuilder {
                         lexical_weight: hit.lexical_weight,
                         explanation: hit.bm25.and_then(|_| explainer.explain(hit.key)),
                     };
-                    ranked.push((hit.key, relative(hit.score, best), reason));
+                    ranked.push((hit.key, relative_score(hit.score, best), reason));
                 }
             }
             None => {
@@ -105,7 +105,7 @@ impl ContextBuilder {
                         break;
                     }
                     let reason = explainer.retrieved(hit.key, hit.score);
-                    ranked.push((hit.key, relative(hit.score, best_bm25), reason));
+                    ranked.push((hit.key, relative_score(hit.score, best_bm25), reason));
                 }
             }
         }
@@ -219,9 +219,4 @@ fn channel_of(reasons: &Reasons, reads_history: bool) -> Channel {
         _ if reads_history => Channel::Conversation,
         _ => Channel::Message,
     }
-}
-
-/// `score` over `best`, 0 when `best` is not positive.
-fn relative(score: f32, best: f32) -> f32 {
-    if best > 0.0 { score / best } else { 0.0 }
 }
