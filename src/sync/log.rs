@@ -115,6 +115,25 @@ pub(crate) async fn ensure_schema(
 
 /// Appends one change set as the next version, if the head is `expected` (when given).
 /// Returns the version written. Acknowledged only once PostgreSQL has committed it.
+/// Locks the log's head row until `tx` ends (writers and compaction take it in turn) and
+/// returns the version it holds.
+pub(crate) async fn lock_head(
+    tx: &tokio_postgres::Transaction<'_>,
+    options: &SyncOptions,
+) -> Result<u64, SyncError> {
+    let ns = &options.namespace;
+    let head = timed(
+        options.query_timeout,
+        "locking the log's head",
+        tx.query_one(
+            &format!("SELECT version FROM {ns}.head WHERE id = 1 FOR UPDATE"),
+            &[],
+        ),
+    )
+    .await?;
+    Ok(to_version(head.get::<_, i64>(0)))
+}
+
 pub(crate) async fn append(
     client: &mut Client,
     options: &SyncOptions,
@@ -124,16 +143,7 @@ pub(crate) async fn append(
     let ns = &options.namespace;
     let t = options.query_timeout;
     let tx = timed(t, "beginning a write", client.transaction()).await?;
-    let head = timed(
-        t,
-        "locking the log's head",
-        tx.query_one(
-            &format!("SELECT version FROM {ns}.head WHERE id = 1 FOR UPDATE"),
-            &[],
-        ),
-    )
-    .await?;
-    let head = to_version(head.get::<_, i64>(0));
+    let head = lock_head(&tx, options).await?;
     if let Some(expected) = expected
         && expected != head
     {

@@ -492,16 +492,7 @@ pub async fn compact(url: &str, options: &SyncOptions) -> Result<u64, SyncError>
     let ns = &options.namespace;
     let t = options.query_timeout;
     let tx = timed(t, "beginning compaction", client.transaction()).await?;
-    let head = timed(
-        t,
-        "locking the log's head",
-        tx.query_one(
-            &format!("SELECT version FROM {ns}.head WHERE id = 1 FOR UPDATE"),
-            &[],
-        ),
-    )
-    .await?;
-    let head = log::to_version(head.get::<_, i64>(0));
+    let head = log::lock_head(&tx, options).await?;
     // A scratch replica's store, filled exactly as a follower fills its own.
     let mut builder = Store::builder();
     let position = builder
