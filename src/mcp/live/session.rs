@@ -193,16 +193,21 @@ impl Session {
 
     /// Forgets the current connection if its transport has closed, so that the calls after
     /// this one fail fast with [`CallError::Unavailable`] instead of reaching a dead connection.
-    /// The task serving the connection notices its end a moment later, records the fuller
-    /// reason (with the server's stderr) and reconnects; a connection that is still open (a
-    /// failed HTTP request on a live session) is kept.
+    /// The reason quotes what the server's stderr holds so far; the task serving the connection
+    /// notices its end a moment later, records the fuller reason (once the stderr is read to its
+    /// end) and reconnects. A connection that is still open (a failed HTTP request on a live
+    /// session) is kept.
     fn forget_closed_connection(&self, reason: impl FnOnce() -> String) {
         let mut peer = self.peer.write();
         if peer.as_ref().is_some_and(|peer| peer.is_transport_closed()) {
             *peer = None;
+            let reason = match self.stderr.quote() {
+                Some(tail) => format!("{}; its stderr ends with: {tail}", reason()),
+                None => reason(),
+            };
             self.update(|s| {
                 s.state = ServerState::Reconnecting;
-                s.last_error = Some(reason());
+                s.last_error = Some(reason);
             });
         }
     }
