@@ -77,7 +77,9 @@ CALL:    run TOOL with JSON-ARGS (default {}) and print its result as JSON; with
 SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --mode search             (default) offer search_tools and call_tool, plus pinned tools
     --mode all                offer every upstream tool under its exported name
-    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio
+    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio,
+                              and an admin page at http://ADDR/ whose address with its token
+                              is printed on stderr (port 0: a free port)
     --pin TOOL                also offer TOOL directly in search mode; repeatable
     --max-results N           at most N tools per search_tools answer (default 8)
     --hold-new-tools          quarantine tools a known server adds, until approved

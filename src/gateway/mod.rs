@@ -46,6 +46,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod quarantine;
 mod server;
 
@@ -53,4 +54,4 @@ pub use quarantine::{
     Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
-pub use server::{Gateway, GatewayError, GatewayOptions, Mode};
+pub use server::{Gateway, GatewayError, GatewayOptions, HttpGateway, Mode};

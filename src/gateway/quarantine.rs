@@ -277,6 +277,38 @@ impl Quarantine {
         })
     }
 
+    /// The file the state is kept in.
+    ///
+    /// ```
+    /// let q = capstore::gateway::Quarantine::open("/tmp/q.json", false);
+    /// assert_eq!(q.path(), std::path::Path::new("/tmp/q.json"));
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The record of the tool `key` (`server/name`): its trusted and pending fingerprints.
+    /// `Ok(None)` for a tool never seen.
+    ///
+    /// ```
+    /// use capstore::{Tool, gateway::Quarantine};
+    /// let dir = std::env::temp_dir().join(format!("capstore-q-rec-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let q = Quarantine::open(dir.join("q.json"), false);
+    /// q.check(&Tool::new("read", "Read a file").with_source("fs"))?;
+    /// let record = q.record("fs/read")?.expect("seen");
+    /// assert!(record.trusted.is_some() && record.pending.is_none());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record(&self, key: &str) -> Result<Option<ToolRecord>, QuarantineError> {
+        let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
+        self.with_state(|state| {
+            let record = state.servers.get(server).and_then(|tools| tools.get(name));
+            (record.cloned(), false)
+        })
+    }
+
     /// The tools held back now, as `(server/name, reason)`, sorted.
     pub fn pending(&self) -> Result<Vec<(String, QuarantineReason)>, QuarantineError> {
         self.with_state(|state| {

@@ -13,11 +13,12 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use crate::context::{ContextBuilder, SelectionPolicy, Turn};
-use crate::mcp::live::{CallError, LiveEvent, McpHub};
+use crate::mcp::live::{CallError, LiveEvent, McpHub, WeakHub};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
-use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
+use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
+use super::admin::Page;
 use super::quarantine::{Quarantine, QuarantineReason, Verdict};
 
 /// What the client is shown.
@@ -78,6 +79,11 @@ struct Shared {
     executor: Executor,
     /// Connected clients, told when the tool list changes (all mode).
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The executor's events (each call's start and end), for the admin page's recent calls.
+    events: EventBus,
+    /// The hub given to [`Gateway::follow`], for the admin page's server states; weak, so
+    /// that the gateway does not keep the hub's connections open.
+    hub: Mutex<Option<WeakHub>>,
 }
 
 /// A failure to serve at all (the listener or the transport); requests' own errors are
@@ -106,13 +112,18 @@ impl Gateway {
     /// # drop(gateway);
     /// ```
     pub fn new(store: Store, quarantine: Option<Quarantine>, options: GatewayOptions) -> Self {
+        let events = EventBus::new();
         let gateway = Gateway {
             shared: Arc::new(Shared {
-                executor: Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow),
+                executor: Executor::new(store.clone())
+                    .with_policy(UnselectedCallPolicy::Allow)
+                    .with_events(events.clone()),
                 store,
                 quarantine,
                 options,
                 peers: Mutex::new(Vec::new()),
+                events,
+                hub: Mutex::new(None),
             }),
         };
         gateway.review();
@@ -124,6 +135,7 @@ impl Gateway {
     /// only changes in all mode, but a client may re-search in either). Runs until the hub
     /// stops.
     pub fn follow(&self, hub: &McpHub) -> tokio::task::JoinHandle<()> {
+        *self.shared.hub.lock() = Some(hub.downgrade());
         let gateway = self.clone();
         let mut events = hub.subscribe();
         tokio::spawn(async move {
@@ -157,13 +169,25 @@ impl Gateway {
         Ok(())
     }
 
-    /// Serves Streamable HTTP clients at `http://ADDR/mcp` until the process ends. `addr` must
-    /// be a loopback address: the gateway runs tools on this machine and has no
-    /// authentication of its own.
+    /// Serves Streamable HTTP clients at `http://ADDR/mcp`, and the admin page at `/`, until
+    /// the process ends: [`bind_http`](Self::bind_http), then [`HttpGateway::serve`].
     pub async fn serve_http(self, addr: SocketAddr) -> Result<(), GatewayError> {
-        use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        };
+        self.bind_http(addr).await?.serve().await
+    }
+
+    /// Listens on `addr` for Streamable HTTP clients (at `/mcp`) and the admin page (at `/`,
+    /// behind a token: [`HttpGateway::page_url`]). `addr` must be a loopback address: the
+    /// gateway runs tools on this machine; port 0 picks a free one
+    /// ([`HttpGateway::local_addr`]).
+    ///
+    /// ```no_run
+    /// # async fn f(gateway: capstore::gateway::Gateway) -> Result<(), capstore::gateway::GatewayError> {
+    /// let http = gateway.bind_http("127.0.0.1:0".parse().unwrap()).await?;
+    /// eprintln!("MCP at {}, the page at {}", http.mcp_url(), http.page_url());
+    /// http.serve().await
+    /// # }
+    /// ```
+    pub async fn bind_http(self, addr: SocketAddr) -> Result<HttpGateway, GatewayError> {
         if !addr.ip().is_loopback() {
             return Err(GatewayError(format!(
                 "--http {addr}: the gateway binds to loopback addresses only (127.0.0.1, ::1)"
@@ -172,32 +196,16 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
-        let gateway = self.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(gateway.clone()),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(_) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let service = service.clone();
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let service = hyper_util::service::TowerToHyperService::new(service);
-                let _ = hyper_util::server::conn::auto::Builder::new(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .serve_connection(io, service)
-                .await;
-            });
-        }
+        let local = listener
+            .local_addr()
+            .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
+        let page = Arc::new(Page::new(self.clone(), local)?);
+        Ok(HttpGateway {
+            gateway: self,
+            listener,
+            local,
+            page,
+        })
     }
 
     /// The tools a client sees now.
@@ -413,6 +421,116 @@ impl Gateway {
             }),
             Err(other) => Ok(error_result(other.to_string())),
         }
+    }
+}
+
+/// A gateway listening on a loopback address (see [`Gateway::bind_http`]): the MCP endpoint
+/// and the admin page on one socket.
+pub struct HttpGateway {
+    gateway: Gateway,
+    listener: tokio::net::TcpListener,
+    local: SocketAddr,
+    page: Arc<Page>,
+}
+
+impl std::fmt::Debug for HttpGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpGateway")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpGateway {
+    /// The address it listens on (the port chosen when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Where MCP clients connect: `http://ADDR/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.local)
+    }
+
+    /// The admin page with its token, `http://ADDR/?token=...`: whoever has it can approve
+    /// quarantined tools. The token is new each time the gateway starts.
+    pub fn page_url(&self) -> String {
+        self.page.url()
+    }
+
+    /// Serves until the process ends. Each connection gets its own task; a request for the
+    /// page (`/`, `/admin/...`) goes to the page, any other to the MCP endpoint.
+    pub async fn serve(self) -> Result<(), GatewayError> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let gateway = self.gateway.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(gateway.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let mcp = hyper_util::service::TowerToHyperService::new(service);
+        loop {
+            let (stream, _) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(_) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (mcp, page) = (mcp.clone(), Arc::clone(&self.page));
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                // PAGE: the admin page's routes, beside the MCP endpoint (src/gateway/admin).
+                let routed = hyper::service::service_fn(move |request| {
+                    let (mcp, page) = (mcp.clone(), Arc::clone(&page));
+                    async move {
+                        if Page::owns(request.uri().path()) {
+                            Ok(page.handle(request).await)
+                        } else {
+                            hyper::service::Service::call(&mcp, request).await
+                        }
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(io, routed)
+                .await;
+            });
+        }
+    }
+}
+
+/// What the admin page reads of a gateway (src/gateway/admin).
+impl Gateway {
+    pub(super) fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    pub(super) fn quarantine(&self) -> Option<&Quarantine> {
+        self.shared.quarantine.as_ref()
+    }
+
+    pub(super) fn events(&self) -> &EventBus {
+        &self.shared.events
+    }
+
+    /// The servers' states, when a hub is followed and still there.
+    pub(super) fn servers(&self) -> Option<Vec<crate::mcp::live::ServerStatus>> {
+        self.shared.hub.lock().as_ref().and_then(WeakHub::status)
+    }
+
+    /// What `search_tools` answers for `query` (its structured content), or its error.
+    pub(super) fn search_answer(&self, query: &str) -> Result<Value, String> {
+        let mut args = Map::new();
+        args.insert("query".into(), Value::String(query.to_string()));
+        let result = self.search(&args).map_err(|e| e.message.to_string())?;
+        result
+            .structured_content
+            .ok_or_else(|| "search_tools gave no structured answer".to_string())
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`McpHub`]: the servers of a configuration, connected and kept in step with a store.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -72,6 +72,11 @@ pub struct ServerStatus {
     pub name: String,
     /// Where its connection stands.
     pub state: ServerState,
+    /// When it last came up ([`Ready`](ServerState::Ready)) or last stopped being up (any other
+    /// state): a server that keeps failing to reconnect, between
+    /// [`Connecting`](ServerState::Connecting) and [`Reconnecting`](ServerState::Reconnecting),
+    /// has been down since its first failure.
+    pub since: std::time::SystemTime,
     /// How many tools it offered at the last successful `tools/list`.
     pub tools: usize,
     /// `name version` from its `initialize` answer.
@@ -92,6 +97,7 @@ impl ServerStatus {
         ServerStatus {
             name: name.to_string(),
             state: ServerState::Connecting,
+            since: std::time::SystemTime::now(),
             tools: 0,
             server_info: None,
             protocol_version: None,
@@ -271,6 +277,12 @@ impl McpHub {
         self.inner.sessions.iter().map(|s| s.status()).collect()
     }
 
+    /// A handle that does not keep the hub alive (for the gateway's admin page, which must
+    /// not keep connections open after the hub's last owner let it go).
+    pub(crate) fn downgrade(&self) -> WeakHub {
+        WeakHub(Arc::downgrade(&self.inner))
+    }
+
     /// Events from now on: list changes imported, servers going down and coming back, failed
     /// attempts. A receiver that falls more than 256 events behind misses the oldest.
     ///
@@ -311,6 +323,17 @@ impl McpHub {
         for task in tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// See [`McpHub::downgrade`].
+#[derive(Clone)]
+pub(crate) struct WeakHub(Weak<Hub>);
+
+impl WeakHub {
+    /// Each server's current state, or `None` once the hub is gone.
+    pub(crate) fn status(&self) -> Option<Vec<ServerStatus>> {
+        self.0.upgrade().map(|hub| McpHub { inner: hub }.status())
     }
 }
 

@@ -71,4 +71,5 @@ mod session;
 mod stderr;
 
 pub use error::{CallError, LiveError};
+pub(crate) use hub::WeakHub;
 pub use hub::{LiveEvent, LiveOptions, McpHub, ServerState, ServerStatus, Startup};

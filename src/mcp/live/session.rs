@@ -87,7 +87,13 @@ impl Session {
     }
 
     fn update(&self, change: impl FnOnce(&mut ServerStatus)) {
-        change(&mut self.status.write());
+        let mut status = self.status.write();
+        let before = status.state;
+        change(&mut status);
+        let up = |state| state == ServerState::Ready;
+        if up(status.state) != up(before) || status.state == ServerState::Stopped {
+            status.since = std::time::SystemTime::now();
+        }
     }
 
     /// Calls the server's tool `tool` over the current connection. Fails at once when there is
