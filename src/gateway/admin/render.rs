@@ -115,11 +115,12 @@ pub(super) fn servers(statuses: Option<&[ServerStatus]>) -> String {
     }
     let mut rows = String::new();
     for s in statuses {
+        // A server being tried again after a failure is still down (its `since` says since
+        // when); "connecting" is the first attempt only.
         let (class, state) = match s.state {
             ServerState::Ready => ("up", "up"),
-            ServerState::Connecting if s.connects == 0 => ("connecting", "connecting"),
-            ServerState::Connecting => ("connecting", "reconnecting"),
-            ServerState::Reconnecting => ("down", "down"),
+            ServerState::Connecting if s.last_error.is_none() => ("connecting", "connecting"),
+            ServerState::Connecting | ServerState::Reconnecting => ("down", "down"),
             ServerState::Stopped => ("stopped", "stopped"),
         };
         let mut detail = String::new();
