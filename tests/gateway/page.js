@@ -53,7 +53,7 @@ async function main() {
     check('mut shows its tool count', /\t9\t/.test(mutRow), JSON.stringify(mutRow));
 
     // Search: what search_tools answers, with capstore's reasons.
-    await page.fill('#query', 'what time is it in Tokyo');
+    await page.fill('#query', 'get the current time');
     await page.click('#search button');
     await page.locator('#results ol.results li').first().waitFor();
     const first = await page.locator('#results ol.results li').first().innerText();
