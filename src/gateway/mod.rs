@@ -59,6 +59,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod guard;
 mod server;
 
@@ -68,4 +69,4 @@ pub use crate::mcp::live::{
     quarantine_path,
 };
 pub use guard::{HttpGuard, Refusal};
-pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode};
+pub use server::{Gateway, GatewayError, GatewayOptions, HttpGateway, MAX_QUERY_CHARS, Mode};
