@@ -9,7 +9,8 @@
 # and, for the gateway's admin page in a browser (scripts/chromium.sh), Debian's chromium and
 # chromium-driver (apt) and playwright-core:
 #   /usr/bin/chromium, .test-deps/browser/node_modules/playwright-core
-# Needs node 20 with npm, Python 3.11 with pip, and root for apt-get when Chromium is missing. Safe to run again: a stamp per pin set.
+# Needs node 20 with npm, Python 3.11 with pip, and root for apt-get when Chromium is missing.
+# Safe to run again: a stamp per pin set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
