@@ -36,8 +36,9 @@
 //! definitions not seen before to a file beside the trust file (`archive`), so that an
 //! approved text can be shown after it changed (the trust file keeps fingerprints only, and
 //! a held definition never reaches the store). An open page costs one request a second: a
-//! few milliseconds of rendering, and a diff per held tool (bounded: past 4 million compared
-//! pieces both texts are shown whole).
+//! few milliseconds of rendering; a held tool's diff is computed once per pair of definitions
+//! (bounded: past 4 million compared pieces both texts are shown whole) and kept while it is
+//! held.
 
 mod archive;
 mod calls;
@@ -82,6 +83,7 @@ pub(crate) struct Page {
     mcp_url: String,
     archive: Option<Arc<Archive>>,
     calls: Calls,
+    diffs: render::Diffs,
 }
 
 impl Page {
@@ -105,6 +107,7 @@ impl Page {
             guard,
             archive,
             gateway,
+            diffs: render::Diffs::default(),
         })
     }
 
@@ -205,6 +208,7 @@ impl Page {
             return render::quarantine(
                 Ok(Vec::new()),
                 Some("Quarantine is off (--no-quarantine)."),
+                &self.diffs,
             );
         };
         let hub = self.gateway.hub();
@@ -212,7 +216,11 @@ impl Page {
         // A trust file that cannot be trusted holds every tool back, none for a reason of its
         // own: there is nothing to approve until it is fixed.
         if let Some(untrusted) = held.iter().find(|h| h.reason.is_none()) {
-            return render::quarantine(Err(untrusted.why.clone()), archive.error().as_deref());
+            return render::quarantine(
+                Err(untrusted.why.clone()),
+                archive.error().as_deref(),
+                &self.diffs,
+            );
         }
         let held = held
             .into_iter()
@@ -245,7 +253,7 @@ impl Page {
                 })
             })
             .collect();
-        render::quarantine(Ok(held), archive.error().as_deref())
+        render::quarantine(Ok(held), archive.error().as_deref(), &self.diffs)
     }
 
     /// Approve (or keep held) the definition the page showed: `{"tool": KEY, "fingerprint":

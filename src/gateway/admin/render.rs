@@ -2,7 +2,11 @@
 //! piece of text that comes from a server, a tool or a person escaped by [`esc`] on the way in.
 //! (Hostile servers write tool descriptions: nothing they send may become markup.)
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 use serde_json::Value;
 
@@ -170,8 +174,21 @@ pub(super) struct HeldTool {
     pub(super) kept: Option<Held>,
 }
 
+/// The held tools' rendered diffs, kept while the definitions compared stay the same: a diff
+/// can take millions of comparisons (up to the diff's bound), and the page renders the
+/// quarantine once a second. Holds the diffs of the tools held at the last render only.
+#[derive(Default)]
+pub(super) struct Diffs(Mutex<HashMap<String, Arc<str>>>);
+
 /// The quarantine section: each held tool with its diff and buttons.
-pub(super) fn quarantine(held: Result<Vec<HeldTool>, String>, note: Option<&str>) -> String {
+pub(super) fn quarantine(
+    held: Result<Vec<HeldTool>, String>,
+    note: Option<&str>,
+    diffs: &Diffs,
+) -> String {
+    // Only the diffs of the tools held now are kept.
+    let mut kept = diffs.0.lock();
+    let mut previous = std::mem::take(&mut *kept);
     let mut out = String::new();
     if let Some(note) = note {
         out.push_str(&format!(r#"<p class="reason">{}</p>"#, esc(note)));
@@ -191,12 +208,27 @@ pub(super) fn quarantine(held: Result<Vec<HeldTool>, String>, note: Option<&str>
         return out;
     }
     for tool in &held {
-        out.push_str(&held_tool(tool));
+        let print = |d: &Option<Definition>| d.as_ref().map(|d| d.fingerprint.clone());
+        // Everything `definitions` reads.
+        let id = format!(
+            "{}\n{:?}\n{:?}\n{:?}\n{:?}",
+            tool.key,
+            tool.reason,
+            tool.trusted,
+            print(&tool.approved),
+            print(&tool.new)
+        );
+        let diff = previous
+            .remove(&id)
+            .unwrap_or_else(|| definitions(tool).into());
+        out.push_str(&held_tool(tool, &diff));
+        kept.insert(id, diff);
     }
     out
 }
 
-fn held_tool(tool: &HeldTool) -> String {
+/// One held tool: its summary, its definitions (`diff`, from [`definitions`]) and buttons.
+fn held_tool(tool: &HeldTool, diff: &str) -> String {
     let why = match tool.reason {
         QuarantineReason::Changed => "its definition changed since it was approved",
         QuarantineReason::New => "a new tool of a known server",
@@ -208,6 +240,21 @@ fn held_tool(tool: &HeldTool) -> String {
         ),
         _ => String::new(),
     };
+    format!(
+        r#"<details class="held" data-key="{key}"><summary><b>{key}</b> <span class="muted">{why}</span>{kept}</summary>
+{diff}
+<p class="muted">Fingerprints: approved {trusted}, new {pending}</p>
+<div class="actions"><button type="button" class="approve" data-action="approve" data-tool="{key}" data-fingerprint="{pending_attr}">Approve</button> <button type="button" class="hold" data-action="hold" data-tool="{key}" data-fingerprint="{pending_attr}">Keep held</button></div>
+</details>"#,
+        key = esc(&tool.key),
+        trusted = tool.trusted.as_deref().map_or("none".into(), short),
+        pending = short(&tool.pending),
+        pending_attr = esc(&tool.pending),
+    )
+}
+
+/// A held tool's approved and new description and schema, side by side.
+fn definitions(tool: &HeldTool) -> String {
     let missing_old = match (&tool.trusted, tool.reason) {
         (None, _) | (_, QuarantineReason::New) => "(nothing was approved before: a new tool)",
         _ => {
@@ -227,18 +274,7 @@ fn held_tool(tool: &HeldTool) -> String {
         false,
         missing_old,
     );
-    format!(
-        r#"<details class="held" data-key="{key}"><summary><b>{key}</b> <span class="muted">{why}</span>{kept}</summary>
-<h3>Description</h3>{description}
-<h3>Input schema</h3>{schema}
-<p class="muted">Fingerprints: approved {trusted}, new {pending}</p>
-<div class="actions"><button type="button" class="approve" data-action="approve" data-tool="{key}" data-fingerprint="{pending_attr}">Approve</button> <button type="button" class="hold" data-action="hold" data-tool="{key}" data-fingerprint="{pending_attr}">Keep held</button></div>
-</details>"#,
-        key = esc(&tool.key),
-        trusted = tool.trusted.as_deref().map_or("none".into(), short),
-        pending = short(&tool.pending),
-        pending_attr = esc(&tool.pending),
-    )
+    format!("<h3>Description</h3>{description}\n<h3>Input schema</h3>{schema}")
 }
 
 fn short(fingerprint: &str) -> String {
@@ -403,6 +439,48 @@ mod tests {
         };
         let html = calls(&[call]);
         assert!(!html.contains("<script>") && html.contains("12 ms") && html.contains("failed"));
+    }
+
+    fn held(new: &str) -> HeldTool {
+        let definition = |print: &str, description: &str| Definition {
+            fingerprint: print.into(),
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            first_seen: 0,
+        };
+        HeldTool {
+            key: "s/echo".into(),
+            reason: QuarantineReason::Changed,
+            pending: new.into(),
+            trusted: Some("v1".into()),
+            approved: Some(definition("v1", "Echo a message back")),
+            new: Some(definition(new, &format!("Echo it <script>{new}</script>"))),
+            kept: None,
+        }
+    }
+
+    #[test]
+    fn a_held_tools_diff_is_escaped_and_kept_while_it_is_held() {
+        let diffs = Diffs::default();
+        let html = quarantine(Ok(vec![held("v2")]), None, &diffs);
+        assert!(
+            html.contains("&lt;script&gt;v2") && !html.contains("<script>"),
+            "{html}"
+        );
+        assert!(html.contains(r#"data-fingerprint="v2""#), "{html}");
+        let first = Arc::clone(diffs.0.lock().values().next().expect("kept"));
+        quarantine(Ok(vec![held("v2")]), None, &diffs);
+        let again = Arc::clone(diffs.0.lock().values().next().expect("kept"));
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the same diff, not computed again"
+        );
+        // Changed again: a new diff, and the old one is not kept.
+        let html = quarantine(Ok(vec![held("v3")]), None, &diffs);
+        assert!(html.contains("&lt;script&gt;v3"), "{html}");
+        assert_eq!(diffs.0.lock().len(), 1);
+        quarantine(Ok(Vec::new()), None, &diffs);
+        assert!(diffs.0.lock().is_empty(), "nothing held, nothing kept");
     }
 
     #[test]
