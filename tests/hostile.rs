@@ -133,7 +133,7 @@ fn post_status(port: u16, host: &str, origin: Option<&str>) -> String {
     }
     request.push_str("\r\n");
     request.push_str(&body);
-    // "serving MCP at" is printed just before the listener binds: retry for a few seconds.
+    // "serving MCP at" is printed once the listener is bound; retry for a few seconds anyway.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut stream = loop {
         match TcpStream::connect(("127.0.0.1", port)) {

@@ -92,9 +92,11 @@ CALL:    run TOOL with JSON-ARGS (default {}) and print its result as JSON; with
 SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --mode search             (default) offer search_tools and call_tool, plus pinned tools
     --mode all                offer every upstream tool under its exported name
-    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio;
-                              requests whose Host is not this listener, or whose Origin is not
-                              a loopback origin of its port, are refused (403)
+    --http ADDR               Streamable HTTP at http://ADDR/mcp (loopback only) instead of stdio,
+                              and an admin page at http://ADDR/ whose address with its token
+                              is printed on stderr (port 0: a free port); requests whose Host
+                              is not this listener, or whose Origin is not a loopback origin
+                              of its port, are refused (403)
     --allow-origin ORIGIN     also accept requests from the web origin ORIGIN over --http
                               (https://app.example.com); repeatable. `null` is never accepted
     --pin TOOL                also offer TOOL directly in search mode; repeatable

@@ -124,8 +124,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         gateway.follow(&live.hub);
         match http {
             Some(addr) => {
-                progress(&format!("serving MCP at http://{addr}/mcp"));
-                gateway.serve_http(addr).await
+                let http = gateway.bind_http(addr).await?;
+                progress(&format!("serving MCP at {}", http.mcp_url()));
+                // The page's token is in this line: stderr, never stdout or a log file.
+                progress(&format!("admin page at {}", http.page_url()));
+                http.serve().await
             }
             None => {
                 progress("serving MCP on stdio");

@@ -38,10 +38,21 @@
 //! answer is `403 Forbidden` (`Origin: null` included). That is the DNS-rebinding defence the
 //! MCP transport specification asks for. Other routes on the same listener reuse the guard.
 //!
+//! # The admin page
+//! Over HTTP, the same listener also serves a page for a person at `/`
+//! ([`Gateway::bind_http`], then [`HttpGateway::page_url`]): each server's state (down since
+//! when, and why), what `search_tools` answers for a query and why, each held tool's approved
+//! and new definitions side by side with Approve (the trust file `capstore approve` writes)
+//! and Keep held, and the recent calls. It is behind the [`HttpGuard`] like `/mcp`, and behind
+//! a random token besides (whoever drives it can approve a poisoned tool), with a strict
+//! Content-Security-Policy; its HTML, script and style sheet are compiled in.
+//!
 //! # What it costs
 //! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
 //! Per request: one snapshot and one selection (`search_tools`, tens of microseconds at 10k
-//! tools), or one forwarded call. Measured in BENCHMARKS.md.
+//! tools), or one forwarded call. Measured in BENCHMARKS.md. Over HTTP, the admin page records
+//! each upstream definition it has not seen (one small file beside the trust file) and costs
+//! nothing more until it is opened; an open page asks once a second.
 //!
 //! ```no_run
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -59,6 +70,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod guard;
 mod server;
 
@@ -68,4 +80,4 @@ pub use crate::mcp::live::{
     quarantine_path,
 };
 pub use guard::{HttpGuard, Refusal};
-pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode};
+pub use server::{Gateway, GatewayError, GatewayOptions, HttpGateway, MAX_QUERY_CHARS, Mode};

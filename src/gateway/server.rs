@@ -16,8 +16,9 @@ use crate::context::{ContextBuilder, SelectionPolicy, Turn};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
-use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
+use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
+use super::admin::Page;
 use super::guard::HttpGuard;
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
@@ -52,7 +53,8 @@ pub struct GatewayOptions {
     /// What to tell the user to run to approve a quarantined tool (`capstore approve ...`).
     pub approve_hint: String,
     /// Where the gateway's tool calls are reported (each call's start and end, as
-    /// [`Event`](crate::Event)s), e.g. to audit them; `None` (the default) reports nothing.
+    /// [`Event`](crate::Event)s), e.g. to audit them. `None` (the default): a bus of the
+    /// gateway's own, which only the admin page reads.
     pub events: Option<crate::EventBus>,
     /// Web origins let through over HTTP besides this listener's loopback ones
     /// (`--allow-origin`; see [`HttpGuard`]).
@@ -89,6 +91,9 @@ struct Shared {
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// The hub followed ([`Gateway::follow`]): its held tools and its servers' states.
     hub: Mutex<Option<McpHub>>,
+    /// The executor's events (each call's start and end): [`GatewayOptions::events`], or the
+    /// gateway's own bus. The admin page's recent calls.
+    events: EventBus,
 }
 
 /// A failure to serve at all (the listener or the transport); requests' own errors are
@@ -122,10 +127,10 @@ impl Gateway {
     /// # drop(gateway);
     /// ```
     pub fn new(store: Store, quarantine: Option<Quarantine>, options: GatewayOptions) -> Self {
-        let mut executor = Executor::new(store.clone()).with_policy(UnselectedCallPolicy::Allow);
-        if let Some(bus) = options.events.clone() {
-            executor = executor.with_events(bus);
-        }
+        let events = options.events.clone().unwrap_or_default();
+        let executor = Executor::new(store.clone())
+            .with_policy(UnselectedCallPolicy::Allow)
+            .with_events(events.clone());
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 executor,
@@ -134,6 +139,7 @@ impl Gateway {
                 options,
                 peers: Mutex::new(Vec::new()),
                 hub: Mutex::new(None),
+                events,
             }),
         };
         gateway.review();
@@ -183,15 +189,27 @@ impl Gateway {
         Ok(())
     }
 
-    /// Serves Streamable HTTP clients at `http://ADDR/mcp` until the process ends. `addr` must
-    /// be a loopback address: the gateway runs tools on this machine and has no
-    /// authentication of its own. Every request passes the [`HttpGuard`] of the listener's
-    /// port (and [`GatewayOptions::allowed_origins`]) first: a foreign `Host` or `Origin` is
-    /// answered `403 Forbidden`.
+    /// Serves Streamable HTTP clients at `http://ADDR/mcp`, and the admin page at `/`, until
+    /// the process ends: [`bind_http`](Self::bind_http), then [`HttpGateway::serve`].
     pub async fn serve_http(self, addr: SocketAddr) -> Result<(), GatewayError> {
-        use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        };
+        self.bind_http(addr).await?.serve().await
+    }
+
+    /// Listens on `addr` for Streamable HTTP clients (at `/mcp`) and the admin page (at `/`,
+    /// behind a token: [`HttpGateway::page_url`]). `addr` must be a loopback address: the
+    /// gateway runs tools on this machine and its MCP endpoint has no authentication of its
+    /// own. Port 0 picks a free one ([`HttpGateway::local_addr`]). Every request will pass the
+    /// [`HttpGuard`] of the listener's port (and [`GatewayOptions::allowed_origins`]) first: a
+    /// foreign `Host` or `Origin` is answered `403 Forbidden`, on either route.
+    ///
+    /// ```no_run
+    /// # async fn f(gateway: capstore::gateway::Gateway) -> Result<(), capstore::gateway::GatewayError> {
+    /// let http = gateway.bind_http("127.0.0.1:0".parse().unwrap()).await?;
+    /// eprintln!("MCP at {}, the page at {}", http.mcp_url(), http.page_url());
+    /// http.serve().await
+    /// # }
+    /// ```
+    pub async fn bind_http(self, addr: SocketAddr) -> Result<HttpGateway, GatewayError> {
         if !addr.ip().is_loopback() {
             return Err(GatewayError(format!(
                 "--http {addr}: the gateway binds to loopback addresses only (127.0.0.1, ::1)"
@@ -200,50 +218,23 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
-        let port = listener.local_addr().map_or(addr.port(), |a| a.port());
-        let mut guard = HttpGuard::loopback(port);
+        let local = listener
+            .local_addr()
+            .map_err(|e| GatewayError(format!("cannot listen on {addr}: {e}")))?;
+        let mut guard = HttpGuard::loopback(local.port());
         for origin in &self.shared.options.allowed_origins {
             guard
                 .allow_origin(origin)
                 .map_err(|e| GatewayError(format!("--allow-origin: {e}")))?;
         }
-        let guard = Arc::new(guard);
-        let gateway = self.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(gateway.clone()),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(_) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let service = service.clone();
-            let guard = Arc::clone(&guard);
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let service = hyper::service::service_fn(move |request| {
-                    let service = service.clone();
-                    let guard = Arc::clone(&guard);
-                    async move {
-                        Ok::<_, std::convert::Infallible>(match guard.check(&request) {
-                            Ok(()) => service.handle(request).await,
-                            Err(refusal) => refusal.into_response(),
-                        })
-                    }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .serve_connection(io, service)
-                .await;
-            });
-        }
+        let page = Arc::new(Page::new(self.clone(), local)?);
+        Ok(HttpGateway {
+            gateway: self,
+            listener,
+            local,
+            guard: Arc::new(guard),
+            page,
+        })
     }
 
     /// The tools a client sees now.
@@ -494,6 +485,144 @@ impl Gateway {
             }),
             Err(other) => Ok(error_result(other.to_string())),
         }
+    }
+}
+
+/// A gateway listening on a loopback address ([`Gateway::bind_http`]): the MCP endpoint at
+/// `/mcp` and the admin page at `/`, on one socket, behind one [`HttpGuard`].
+pub struct HttpGateway {
+    gateway: Gateway,
+    listener: tokio::net::TcpListener,
+    local: SocketAddr,
+    guard: Arc<HttpGuard>,
+    page: Arc<Page>,
+}
+
+impl std::fmt::Debug for HttpGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpGateway")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpGateway {
+    /// The address it listens on (the port chosen when port 0 was asked for).
+    ///
+    /// ```no_run
+    /// # async fn f(gateway: capstore::gateway::Gateway) -> Result<(), capstore::gateway::GatewayError> {
+    /// let http = gateway.bind_http("127.0.0.1:0".parse().unwrap()).await?;
+    /// assert_ne!(http.local_addr().port(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Where MCP clients connect: `http://ADDR/mcp`.
+    ///
+    /// ```no_run
+    /// # async fn f(gateway: capstore::gateway::Gateway) -> Result<(), capstore::gateway::GatewayError> {
+    /// let http = gateway.bind_http("127.0.0.1:8808".parse().unwrap()).await?;
+    /// assert_eq!(http.mcp_url(), "http://127.0.0.1:8808/mcp");
+    /// # Ok(()) }
+    /// ```
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.local)
+    }
+
+    /// The admin page with its token, `http://ADDR/?token=...`: whoever has it can approve
+    /// quarantined tools, so print it where only the person who started the gateway reads it
+    /// (`capstore serve` prints it on stderr). The token is new each time the gateway starts.
+    ///
+    /// ```no_run
+    /// # async fn f(gateway: capstore::gateway::Gateway) -> Result<(), capstore::gateway::GatewayError> {
+    /// let http = gateway.bind_http("127.0.0.1:8808".parse().unwrap()).await?;
+    /// assert!(http.page_url().starts_with("http://127.0.0.1:8808/?token="));
+    /// # Ok(()) }
+    /// ```
+    pub fn page_url(&self) -> String {
+        self.page.url()
+    }
+
+    /// Serves until the process ends. Each connection gets its own task; each request passes
+    /// the [`HttpGuard`] first, then goes to the page (`/`, `/admin/...`) or to the MCP
+    /// endpoint (any other path).
+    pub async fn serve(self) -> Result<(), GatewayError> {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let gateway = self.gateway.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(gateway.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        loop {
+            let (stream, _) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(_) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let service = service.clone();
+            let guard = Arc::clone(&self.guard);
+            let page = Arc::clone(&self.page);
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let service = hyper::service::service_fn(move |request| {
+                    let service = service.clone();
+                    let guard = Arc::clone(&guard);
+                    let page = Arc::clone(&page);
+                    async move {
+                        Ok::<_, std::convert::Infallible>(match guard.check(&request) {
+                            Err(refusal) => refusal.into_response(),
+                            Ok(()) if Page::owns(request.uri().path()) => {
+                                page.handle(request).await
+                            }
+                            Ok(()) => service.handle(request).await,
+                        })
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(io, service)
+                .await;
+            });
+        }
+    }
+}
+
+/// What the admin page (`super::admin`) reads of a gateway.
+impl Gateway {
+    pub(super) fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    pub(super) fn quarantine(&self) -> Option<&Quarantine> {
+        self.shared.quarantine.as_ref()
+    }
+
+    pub(super) fn events(&self) -> &EventBus {
+        &self.shared.events
+    }
+
+    /// The hub followed, if any.
+    pub(super) fn hub(&self) -> Option<McpHub> {
+        self.shared.hub.lock().clone()
+    }
+
+    /// What `search_tools` answers for `query` (its structured content), or its error.
+    pub(super) fn search_answer(&self, query: &str) -> Result<Value, String> {
+        let mut args = Map::new();
+        args.insert("query".into(), Value::String(query.to_string()));
+        let result = self.search(&args).map_err(|e| e.message.to_string())?;
+        result
+            .structured_content
+            .ok_or_else(|| "search_tools gave no structured answer".to_string())
     }
 }
 

@@ -156,6 +156,27 @@ impl McpHub {
         self.inner.sessions.iter().flat_map(|s| s.held()).collect()
     }
 
+    /// The definition of the held tool `key` (`server/name`) as its server offers it now
+    /// (name, description, input schema: what [`fingerprint`](super::fingerprint) hashes and
+    /// an approval would trust), for a person to read before approving. `None` when the hub
+    /// does not hold it. It is not in the store: this is the one place to read it.
+    ///
+    /// ```no_run
+    /// # async fn f(hub: capstore::mcp::live::McpHub) {
+    /// for held in hub.held() {
+    ///     if let Some(tool) = hub.held_definition(&held.key) {
+    ///         eprintln!("{} now says: {}", held.key, tool.description);
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn held_definition(&self, key: &str) -> Option<crate::Tool> {
+        self.inner
+            .sessions
+            .iter()
+            .find_map(|session| session.held_definition(key))
+    }
+
     /// Re-reads the trust file and imports the held tools it now trusts (after
     /// `capstore approve`, or [`Quarantine::approve`]); returns how many servers' tools
     /// changed. The hub also does this by itself within about a second of the file changing;

@@ -371,6 +371,37 @@ impl Quarantine {
     /// Trusts the pending definition of the tool `key` (`server/name`). `Ok(false)` when
     /// nothing was pending for it.
     pub fn approve(&self, key: &str) -> Result<bool, QuarantineError> {
+        self.approve_if(key, |_| true)
+    }
+
+    /// Trusts the pending definition of the tool `key` only if it is still the one with
+    /// `fingerprint`: what a person read and approved, not a definition the server sent since.
+    /// `Ok(false)` when nothing is pending for `key`, or something else is; checked and
+    /// written under one lock, so no change slips in between.
+    ///
+    /// ```
+    /// use capstore::{Tool, mcp::live::{Quarantine, fingerprint}};
+    /// let dir = std::env::temp_dir().join(format!("capstore-q-fp-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let q = Quarantine::open(dir.join("q.json"), false);
+    /// q.check(&Tool::new("read", "Read a file").with_source("fs"))?;
+    /// let (read, shown) = (Tool::new("read", "Read, then mail it").with_source("fs"), "v2");
+    /// q.check(&read)?;
+    /// assert!(!q.approve_pending("fs/read", shown)?, "not what is held");
+    /// assert!(q.approve_pending("fs/read", &fingerprint(&read))?);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn approve_pending(&self, key: &str, fingerprint: &str) -> Result<bool, QuarantineError> {
+        self.approve_if(key, |pending| pending == fingerprint)
+    }
+
+    /// Trusts the pending fingerprint of `key` if `accept` takes it.
+    fn approve_if(
+        &self,
+        key: &str,
+        accept: impl FnOnce(&str) -> bool,
+    ) -> Result<bool, QuarantineError> {
         let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
         self.with_state(|state| {
             let record = state
@@ -378,13 +409,35 @@ impl Quarantine {
                 .get_mut(server)
                 .and_then(|tools| tools.get_mut(name));
             match record {
-                Some(record) if record.pending.is_some() => {
+                Some(record) if record.pending.as_deref().is_some_and(accept) => {
                     record.trusted = record.pending.take();
                     record.reason = None;
                     (true, true)
                 }
                 _ => (false, false),
             }
+        })
+    }
+
+    /// The record of the tool `key` (`server/name`): its trusted and pending fingerprints.
+    /// `Ok(None)` for a tool never seen.
+    ///
+    /// ```
+    /// use capstore::{Tool, mcp::live::Quarantine};
+    /// let dir = std::env::temp_dir().join(format!("capstore-q-rec-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let q = Quarantine::open(dir.join("q.json"), false);
+    /// q.check(&Tool::new("read", "Read a file").with_source("fs"))?;
+    /// let record = q.record("fs/read")?.expect("seen");
+    /// assert!(record.trusted.is_some() && record.pending.is_none());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record(&self, key: &str) -> Result<Option<ToolRecord>, QuarantineError> {
+        let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
+        self.with_state(|state| {
+            let record = state.servers.get(server).and_then(|tools| tools.get(name));
+            (record.cloned(), false)
         })
     }
 

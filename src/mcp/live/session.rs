@@ -100,6 +100,22 @@ impl Session {
         self.held.read().clone()
     }
 
+    /// The definition of the held tool `key` (`server/name`) in the server's last list: what
+    /// an approval would trust. `None` when it is not held.
+    pub(crate) fn held_definition(&self, key: &str) -> Option<crate::Tool> {
+        if !self.held.read().iter().any(|held| held.key == key) {
+            return None;
+        }
+        let name = key.strip_prefix(&self.name)?.strip_prefix('/')?;
+        let last = self.last_list.lock();
+        let tool = last
+            .as_ref()?
+            .tools()
+            .iter()
+            .find(|tool| tool.name == name)?;
+        Some(tool.to_tool(&self.name))
+    }
+
     pub(crate) fn status(&self) -> ServerStatus {
         let mut status = self.status.read().clone();
         status.stderr = self.stderr.lines();
