@@ -758,6 +758,18 @@ fn help_lists_the_commands() {
 
 const LIVE: &str = "tests/fixtures/mcp/live.mcp.json";
 
+/// A copy of [`LIVE`] in a scratch folder of its own, and its path: the trust file written
+/// beside it (`<config>.quarantine.json`) stays out of the source tree. The servers' paths in
+/// it are relative to the working directory, not to the file, so the copy starts the same ones.
+fn live_config(test: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("capstore-cli-live-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let live = dir.join("live.mcp.json");
+    std::fs::copy(LIVE, &live).expect("copy the live config");
+    let live = live.to_str().expect("a UTF-8 temp path").to_string();
+    (dir, live)
+}
+
 /// `--mcp-config` connects to filesystem + everything + time (real servers nobody here wrote)
 /// and selects each message's tools from the right server; a server that cannot start is named
 /// on stderr and the command goes on.
@@ -769,12 +781,14 @@ fn select_over_live_mcp_servers() {
             .exists(),
         "run `bash scripts/test-deps.sh` first (the README's test command does)"
     );
+    let (dir, live) = live_config("select");
+    let live = live.as_str();
     for (message, server) in [
         ("write a note to the file notes.txt", "files/"),
         ("what time is it in Tokyo?", "time/"),
         ("echo back hello", "everything/"),
     ] {
-        let (table, stderr) = ok(&["select", message, "--mcp-config", LIVE]);
+        let (table, stderr) = ok(&["select", message, "--mcp-config", live]);
         let top = table
             .lines()
             .find(|line| line.trim_start().starts_with("1 "))
@@ -792,26 +806,29 @@ fn select_over_live_mcp_servers() {
         );
     }
     // `stats` and `explain` take the same source.
-    let (stats, _) = ok(&["stats", "--mcp-config", LIVE]);
+    let (stats, _) = ok(&["stats", "--mcp-config", live]);
     assert!(stats.contains("29"), "{stats}");
     let (explain, _) = ok(&[
         "explain",
         "time/get_current_time",
         "what time is it in Tokyo?",
         "--mcp-config",
-        LIVE,
+        live,
     ]);
     assert!(explain.contains("time/get_current_time"), "{explain}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn call_runs_a_live_tool_and_prints_its_result() {
+    let (dir, live) = live_config("call");
+    let live = live.as_str();
     let (stdout, _) = ok(&[
         "call",
         "time/get_current_time",
         r#"{"timezone": "Europe/Lisbon"}"#,
         "--mcp-config",
-        LIVE,
+        live,
     ]);
     let result: serde_json::Value = serde_json::from_str(&stdout).expect("JSON result");
     let text = result["content"][0]["text"].as_str().expect("text");
@@ -823,7 +840,7 @@ fn call_runs_a_live_tool_and_prints_its_result() {
         "files/read_text_file",
         r#"{"path": "/etc/hostname"}"#,
         "--mcp-config",
-        LIVE,
+        live,
     ]);
     assert!(
         error.contains("MCP server `files`") && error.contains("denied"),
@@ -835,14 +852,15 @@ fn call_runs_a_live_tool_and_prints_its_result() {
         "time/get_current_time",
         "{not json",
         "--mcp-config",
-        LIVE,
+        live,
     ]);
     assert!(error.contains("JSON-ARGS"), "{error}");
-    let error = fails(&["call", "time/no_such_tool", "{}", "--mcp-config", LIVE]);
+    let error = fails(&["call", "time/no_such_tool", "{}", "--mcp-config", live]);
     assert!(error.contains("no tool `time/no_such_tool`"), "{error}");
     // A catalog tool has no handler: said plainly.
     let error = fails(&["call", "weather/get_forecast", r#"{"location": "Oslo"}"#]);
     assert!(error.contains("has no handler here"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
