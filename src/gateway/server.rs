@@ -606,6 +606,11 @@ impl Gateway {
         self.shared.quarantine.as_ref()
     }
 
+    /// How a person approves a held tool (`capstore approve ...`).
+    pub(super) fn approve_hint(&self) -> &str {
+        &self.shared.options.approve_hint
+    }
+
     pub(super) fn events(&self) -> &EventBus {
         &self.shared.events
     }

@@ -95,8 +95,10 @@ impl Page {
             SocketAddr::V4(_) => format!("127.0.0.1:{}", local.port()),
             SocketAddr::V6(_) => format!("[::1]:{}", local.port()),
         };
-        let archive = gateway.quarantine().map(|q| {
-            let archive = Arc::new(Archive::open(q.path()));
+        // The archive lives beside the trust file; a trust state shared through PostgreSQL
+        // (`serve --state`) has none, and the page says so instead of offering decisions.
+        let archive = gateway.quarantine().and_then(|q| q.path()).map(|trust| {
+            let archive = Arc::new(Archive::open(trust));
             record_definitions(&gateway, &archive);
             archive
         });
@@ -204,12 +206,15 @@ impl Page {
     }
 
     fn quarantine(&self) -> String {
-        let (Some(quarantine), Some(archive)) = (self.gateway.quarantine(), &self.archive) else {
+        let Some(quarantine) = self.gateway.quarantine() else {
             return render::quarantine(
                 Ok(Vec::new()),
                 Some("Quarantine is off (--no-quarantine)."),
                 &self.diffs,
             );
+        };
+        let Some(archive) = &self.archive else {
+            return render::quarantine(Ok(Vec::new()), Some(&self.shared_note()), &self.diffs);
         };
         let hub = self.gateway.hub();
         let held = hub.as_ref().map(McpHub::held).unwrap_or_default();
@@ -256,6 +261,26 @@ impl Page {
         render::quarantine(Ok(held), archive.error().as_deref(), &self.diffs)
     }
 
+    /// What the page says in place of its decisions when the trust state is shared (no trust
+    /// file to keep definitions beside): what is held, and the command that approves it.
+    fn shared_note(&self) -> String {
+        let held: Vec<String> = self
+            .gateway
+            .hub()
+            .map(|hub| hub.held().into_iter().map(|h| h.key).collect())
+            .unwrap_or_default();
+        let held = if held.is_empty() {
+            "Nothing is held.".to_string()
+        } else {
+            format!("Held: {}.", held.join(", "))
+        };
+        format!(
+            "{held} The trust state is shared through PostgreSQL (--state): this page does not \
+             show definitions or decide on them yet; approve with `{} TOOL`.",
+            self.gateway.approve_hint()
+        )
+    }
+
     /// Approve (or keep held) the definition the page showed: `{"tool": KEY, "fingerprint":
     /// FP}`. Refused when the held definition is no longer `FP` (it changed again meanwhile).
     fn decide(&self, body: &Value, approve: bool) -> Response<Body> {
@@ -263,8 +288,11 @@ impl Page {
         else {
             return decision(StatusCode::BAD_REQUEST, "give `tool` and `fingerprint`");
         };
-        let (Some(quarantine), Some(archive)) = (self.gateway.quarantine(), &self.archive) else {
+        let Some(quarantine) = self.gateway.quarantine() else {
             return decision(StatusCode::CONFLICT, "quarantine is off");
+        };
+        let Some(archive) = &self.archive else {
+            return decision(StatusCode::CONFLICT, &self.shared_note());
         };
         match quarantine.record(tool) {
             Err(e) => return decision(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),

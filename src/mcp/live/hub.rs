@@ -286,19 +286,20 @@ fn recheck(hub: &Hub) -> usize {
     changed
 }
 
-/// Re-checks held tools whenever the trust file changes, until the hub stops.
+/// Re-checks held tools whenever the trust state changes (the file, or the shared state), until
+/// the hub stops.
 async fn watch_approvals(
     hub: std::sync::Weak<Hub>,
     quarantine: Quarantine,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut seen = quarantine.modified_at();
+    let mut seen = quarantine.revision();
     loop {
         tokio::select! {
             () = tokio::time::sleep(APPROVAL_POLL) => {}
             _ = shutdown.changed() => return,
         }
-        let now = quarantine.modified_at();
+        let now = quarantine.revision();
         if now == seen {
             continue;
         }

@@ -78,4 +78,7 @@ pub use quarantine::{
     HeldTool, Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
+// For the shared trust state (`capstore::sync`), which keeps the same records in PostgreSQL.
+#[cfg(feature = "postgres")]
+pub(crate) use quarantine::{EditOutcome, TrustBackend, TrustEdit, TrustState};
 pub use status::{LiveEvent, LiveOptions, ServerState, ServerStatus};

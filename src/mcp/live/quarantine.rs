@@ -5,6 +5,11 @@
 //! that others may write is refused (anyone who can edit it can approve a poisoned tool), and
 //! one that cannot be read holds every tool back (fail closed).
 //!
+//! With feature `postgres` the same state can instead be kept in PostgreSQL and shared by every
+//! replica of a catalog (`capstore::sync::Replica::quarantine`, `capstore serve --state`): one
+//! approval, every gateway. Both keep the same records and decide by the same rules (one
+//! function, `TrustEdit::apply`, does every change on either).
+//!
 //! An [`McpHub`](super::McpHub) given a [`Quarantine`] ([`LiveOptions::quarantine`]) checks
 //! every list it imports against it, so a held tool never reaches the store: no selection,
 //! executor, agent loop or gateway over that store can offer or run it.
@@ -132,10 +137,144 @@ pub struct ToolRecord {
     pub reason: Option<QuarantineReason>,
 }
 
+/// Every tool's record: what the trust file holds (and the shared trust table, row by row).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct State {
+pub(crate) struct TrustState {
     /// Server name → tool name → record.
-    servers: BTreeMap<String, BTreeMap<String, ToolRecord>>,
+    pub(crate) servers: BTreeMap<String, BTreeMap<String, ToolRecord>>,
+}
+
+/// One change to trust state, as data, so that it can run wherever the state is authoritative
+/// (under the trust file's lock here, or in a PostgreSQL transaction for a shared state).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TrustEdit {
+    /// Judge upstream tools (recording first sights and new pending definitions).
+    Check {
+        /// `(server, tool name, fingerprint)` of each tool, in the caller's order.
+        seen: Vec<(String, String, String)>,
+        /// Whether tools a known server adds later wait for approval.
+        hold_new_tools: bool,
+    },
+    /// Trust the pending definition of `server/name` (only if it is `only`, when given).
+    Approve {
+        /// The server.
+        server: String,
+        /// The tool's name on it.
+        name: String,
+        /// The pending fingerprint a person approved; another one pending is not trusted.
+        only: Option<String>,
+    },
+}
+
+/// What a [`TrustEdit`] answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EditOutcome {
+    /// [`TrustEdit::Check`]: one verdict per tool seen.
+    Verdicts(Vec<Verdict>),
+    /// [`TrustEdit::Approve`]: whether something was pending.
+    Approved(bool),
+}
+
+/// A [`TrustEdit`] applied to a state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) outcome: EditOutcome,
+    /// Whether the state changed (and must be stored).
+    pub(crate) changed: bool,
+    /// Whether the outcome trusts something the state did not trust before (a first sight, an
+    /// approval): such an outcome holds only once the change is stored.
+    pub(crate) grants: bool,
+}
+
+impl TrustEdit {
+    /// The servers whose records the edit reads and writes, sorted, once each.
+    pub(crate) fn servers(&self) -> Vec<String> {
+        let mut servers: Vec<String> = match self {
+            TrustEdit::Check { seen, .. } => seen.iter().map(|(s, _, _)| s.clone()).collect(),
+            TrustEdit::Approve { server, .. } => vec![server.clone()],
+        };
+        servers.sort();
+        servers.dedup();
+        servers
+    }
+
+    /// Applies the edit to `state` (which must hold at least the records of
+    /// [`servers`](Self::servers)). The one place trust rules live.
+    pub(crate) fn apply(&self, state: &mut TrustState) -> Applied {
+        match self {
+            TrustEdit::Check {
+                seen,
+                hold_new_tools,
+            } => {
+                // "Seen for the first time": unknown before this edit, whatever it records.
+                let known: std::collections::BTreeSet<String> =
+                    state.servers.keys().cloned().collect();
+                let (mut changed, mut grants) = (false, false);
+                let verdicts = seen
+                    .iter()
+                    .map(|(server, name, fingerprint)| {
+                        let held_if_new = *hold_new_tools && known.contains(server);
+                        let records = state.servers.entry(server.clone()).or_default();
+                        let (verdict, wrote) =
+                            judge(records, name, fingerprint.clone(), held_if_new);
+                        changed |= wrote;
+                        grants |= wrote && verdict == Verdict::Trusted;
+                        verdict
+                    })
+                    .collect();
+                Applied {
+                    outcome: EditOutcome::Verdicts(verdicts),
+                    changed,
+                    grants,
+                }
+            }
+            TrustEdit::Approve { server, name, only } => {
+                let record = state
+                    .servers
+                    .get_mut(server)
+                    .and_then(|tools| tools.get_mut(name));
+                let accepted = |pending: &str| only.as_deref().is_none_or(|only| only == pending);
+                let approved = match record {
+                    Some(record) if record.pending.as_deref().is_some_and(accepted) => {
+                        record.trusted = record.pending.take();
+                        record.reason = None;
+                        true
+                    }
+                    _ => false,
+                };
+                Applied {
+                    outcome: EditOutcome::Approved(approved),
+                    changed: approved,
+                    grants: approved,
+                }
+            }
+        }
+    }
+}
+
+/// Where a quarantine's state is kept when it is not a trust file: a store shared by several
+/// processes (`capstore::sync`'s PostgreSQL trust table). Reads may be local and lag a little;
+/// [`commit`](Self::commit) runs an edit against the authoritative state, atomically.
+pub(crate) trait TrustBackend: Send + Sync + std::fmt::Debug {
+    /// Where the state is kept, for messages ("the trust state in PostgreSQL (namespace x)").
+    fn place(&self) -> String;
+    /// The records of `servers` (every server when `None`) as this process knows them now.
+    fn local(&self, servers: Option<&[String]>) -> Result<TrustState, String>;
+    /// Applies `edit` to the authoritative state and stores what it changed, as one atomic
+    /// step that every other process sees; returns its outcome there.
+    fn commit(&self, edit: &TrustEdit) -> Result<EditOutcome, String>;
+    /// A number that changes whenever the local state may have changed.
+    fn revision(&self) -> u64;
+}
+
+/// A token that changes when a quarantine's state may have changed: the hub re-checks its held
+/// tools then (an approval from another process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Revision {
+    /// The trust file's modification time.
+    File(Option<SystemTime>),
+    /// The shared state's [`TrustBackend::revision`].
+    Shared(u64),
 }
 
 /// The quarantine of one configuration: fingerprints per server and tool, persisted.
@@ -146,6 +285,9 @@ struct State {
 /// `hold_new_tools`, so is a tool the server adds later ([`QuarantineReason::New`]).
 /// [`approve`](Self::approve) trusts what is pending. The file is re-read when another process
 /// (`capstore approve`) changed it, so approval reaches a running hub or gateway.
+///
+/// [`open`](Self::open) keeps the state in a trust file; with feature `postgres`,
+/// `capstore::sync::Replica::quarantine` keeps it in PostgreSQL, shared by every replica.
 ///
 /// Cloning is cheap and the clones share the state (a hub and a gateway use one).
 ///
@@ -165,37 +307,56 @@ struct State {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Quarantine {
-    path: Arc<PathBuf>,
     hold_new_tools: bool,
-    inner: Arc<Mutex<(State, Option<SystemTime>)>>,
+    backend: Backend,
 }
 
-/// Two quarantines are equal when they keep the same file with the same policy.
+#[derive(Debug, Clone)]
+enum Backend {
+    /// A trust file, and the state last read from it with the file's modification time then.
+    File {
+        path: Arc<PathBuf>,
+        inner: Arc<Mutex<(TrustState, Option<SystemTime>)>>,
+    },
+    /// A state shared with other processes.
+    Shared(Arc<dyn TrustBackend>),
+}
+
+/// Two quarantines are equal when they keep the same state (the same file, or the same shared
+/// backend) with the same policy.
 impl PartialEq for Quarantine {
     fn eq(&self, other: &Self) -> bool {
-        self.path == other.path && self.hold_new_tools == other.hold_new_tools
+        let same = match (&self.backend, &other.backend) {
+            (Backend::File { path: a, .. }, Backend::File { path: b, .. }) => a == b,
+            (Backend::Shared(a), Backend::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        same && self.hold_new_tools == other.hold_new_tools
     }
 }
 
 impl Eq for Quarantine {}
 
-/// The quarantine file could not be read or written.
+/// The quarantine's state could not be read or written.
+///
+/// ```
+/// let e = capstore::mcp::live::QuarantineError {
+///     place: "quarantine file q.json".into(),
+///     reason: "not a trust file".into(),
+/// };
+/// assert_eq!(e.to_string(), "quarantine file q.json: not a trust file");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuarantineError {
-    /// The file.
-    pub path: PathBuf,
+    /// Where the state is kept: `quarantine file PATH`, or the shared store.
+    pub place: String,
     /// What went wrong.
     pub reason: String,
 }
 
 impl std::fmt::Display for QuarantineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "quarantine file {}: {}",
-            self.path.display(),
-            self.reason
-        )
+        write!(f, "{}: {}", self.place, self.reason)
     }
 }
 
@@ -211,57 +372,92 @@ impl Quarantine {
     /// ```
     pub fn open(path: impl Into<PathBuf>, hold_new_tools: bool) -> Self {
         Quarantine {
-            path: Arc::new(path.into()),
             hold_new_tools,
-            inner: Arc::new(Mutex::new((State::default(), None))),
+            backend: Backend::File {
+                path: Arc::new(path.into()),
+                inner: Arc::new(Mutex::new((TrustState::default(), None))),
+            },
         }
     }
 
-    /// The trust file.
+    /// A quarantine whose state `backend` keeps (shared with other processes).
+    pub(crate) fn shared(backend: Arc<dyn TrustBackend>, hold_new_tools: bool) -> Self {
+        Quarantine {
+            hold_new_tools,
+            backend: Backend::Shared(backend),
+        }
+    }
+
+    /// The trust file; `None` when the state is shared (kept in PostgreSQL).
     ///
     /// ```
     /// let q = capstore::mcp::live::Quarantine::open("q.json", false);
-    /// assert_eq!(q.path(), std::path::Path::new("q.json"));
+    /// assert_eq!(q.path(), Some(std::path::Path::new("q.json")));
     /// ```
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn path(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::File { path, .. } => Some(path),
+            Backend::Shared(_) => None,
+        }
     }
 
-    /// Reads the trust file now, if there is one, and says what is wrong with it: not JSON,
-    /// not readable, or writable by others. For reporting at start; every other use fails
-    /// closed on the same errors.
+    /// Where the state is kept, in words: `quarantine file PATH`, or the shared store.
+    ///
+    /// ```
+    /// let q = capstore::mcp::live::Quarantine::open("q.json", false);
+    /// assert_eq!(q.place(), "quarantine file q.json");
+    /// ```
+    pub fn place(&self) -> String {
+        match &self.backend {
+            Backend::File { path, .. } => format!("quarantine file {}", path.display()),
+            Backend::Shared(shared) => shared.place(),
+        }
+    }
+
+    /// Reads the state now and says what is wrong with it: a trust file that is not JSON,
+    /// not readable, or writable by others; a shared state that cannot be reached. For
+    /// reporting at start; every other use fails closed on the same errors.
     ///
     /// ```
     /// let q = capstore::mcp::live::Quarantine::open("/nonexistent/dir/q.json", false);
     /// assert!(q.verify().is_ok()); // no file yet: nothing wrong
     /// ```
     pub fn verify(&self) -> Result<(), QuarantineError> {
-        self.with_state(|_| ((), false))
+        match &self.backend {
+            Backend::File { .. } => self.with_file(|_| ((), false)),
+            Backend::Shared(shared) => shared
+                .local(Some(&[]))
+                .map(|_| ())
+                .map_err(|e| self.fail(e)),
+        }
     }
 
     fn fail(&self, reason: impl std::fmt::Display) -> QuarantineError {
         QuarantineError {
-            path: (*self.path).clone(),
+            place: self.place(),
             reason: reason.to_string(),
         }
     }
 
-    /// The file's modification time, to notice another process's approval.
-    pub(crate) fn modified_at(&self) -> Option<SystemTime> {
-        self.modified()
+    /// A token that changes when the state may have changed (another process's approval).
+    pub(crate) fn revision(&self) -> Revision {
+        match &self.backend {
+            Backend::File { path, .. } => Revision::File(modified(path)),
+            Backend::Shared(shared) => Revision::Shared(shared.revision()),
+        }
     }
 
-    fn modified(&self) -> Option<SystemTime> {
-        std::fs::metadata(&*self.path)
-            .and_then(|m| m.modified())
-            .ok()
-    }
-
-    /// Runs `f` on the current state (re-read if the file changed), and writes the state back
-    /// if `f` says it changed it.
-    fn with_state<T>(&self, f: impl FnOnce(&mut State) -> (T, bool)) -> Result<T, QuarantineError> {
-        let mut inner = self.inner.lock();
-        let on_disk = self.modified();
+    /// Runs `f` on the trust file's current state (re-read if the file changed), and writes
+    /// the state back if `f` says it changed it.
+    fn with_file<T>(
+        &self,
+        f: impl FnOnce(&mut TrustState) -> (T, bool),
+    ) -> Result<T, QuarantineError> {
+        let Backend::File { path, inner } = &self.backend else {
+            return Err(self.fail("not a trust file"));
+        };
+        let mut inner = inner.lock();
+        let on_disk = modified(path);
         // File times are coarse (a few ms on some file systems), so two writes in a row can
         // share one: a file changed in the last seconds is read again whatever its time says
         // (git's "racily clean" rule).
@@ -269,8 +465,8 @@ impl Quarantine {
             .and_then(|t| t.elapsed().ok())
             .is_none_or(|age| age < RACY);
         if on_disk.is_some() && (on_disk != inner.1 || recent) {
-            self.refuse_shared()?;
-            let text = std::fs::read_to_string(&*self.path).map_err(|e| self.fail(e))?;
+            self.refuse_shared(path)?;
+            let text = std::fs::read_to_string(&**path).map_err(|e| self.fail(e))?;
             inner.0 = serde_json::from_str(&text).map_err(|e| {
                 self.fail(format!(
                     "not a trust file ({e}); every live tool is held back until it is fixed or \
@@ -282,19 +478,19 @@ impl Quarantine {
         let (value, changed) = f(&mut inner.0);
         if changed {
             let text = serde_json::to_string_pretty(&inner.0).map_err(|e| self.fail(e))?;
-            write_private(&self.path, text.as_bytes()).map_err(|e| self.fail(e))?;
-            inner.1 = self.modified();
+            write_private(path, text.as_bytes()).map_err(|e| self.fail(e))?;
+            inner.1 = modified(path);
         }
         Ok(value)
     }
 
     /// Refuses a trust file that others than its owner may write: any of them could approve a
     /// poisoned tool by editing it.
-    fn refuse_shared(&self) -> Result<(), QuarantineError> {
+    fn refuse_shared(&self, path: &Path) -> Result<(), QuarantineError> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&*self.path)
+            let mode = std::fs::metadata(path)
                 .map_err(|e| self.fail(e))?
                 .permissions()
                 .mode();
@@ -309,22 +505,65 @@ impl Quarantine {
                         "its group"
                     },
                     mode & 0o777,
-                    self.path.display()
+                    path.display()
                 )));
             }
         }
+        #[cfg(not(unix))]
+        let _ = path;
         Ok(())
+    }
+
+    /// Runs `edit` where the state is kept: under the trust file's lock, or, for a shared
+    /// state, on the local copy first and, only if it changes something, on the authoritative
+    /// state (an approval goes to the authoritative state at once). A shared store that cannot be reached fails the edit, unless what it would have
+    /// stored trusts nothing new (a changed tool's pending definition): then the local
+    /// outcome, which holds back at least as much, is the answer, and the definition is
+    /// recorded by a later check.
+    fn edit(&self, edit: &TrustEdit) -> Result<EditOutcome, QuarantineError> {
+        match &self.backend {
+            Backend::File { .. } => self.with_file(|state| {
+                let applied = edit.apply(state);
+                (applied.outcome, applied.changed)
+            }),
+            // An approval is decided on the authoritative state only: a local copy that has
+            // not yet seen another replica's held definition would say nothing is pending.
+            Backend::Shared(shared) if matches!(edit, TrustEdit::Approve { .. }) => {
+                shared.commit(edit).map_err(|e| self.fail(e))
+            }
+            Backend::Shared(shared) => {
+                let servers = edit.servers();
+                let mut local = shared.local(Some(&servers)).map_err(|e| self.fail(e))?;
+                let applied = edit.apply(&mut local);
+                if !applied.changed {
+                    return Ok(applied.outcome);
+                }
+                match shared.commit(edit) {
+                    Ok(outcome) => Ok(outcome),
+                    Err(_) if !applied.grants => Ok(applied.outcome),
+                    Err(e) => Err(self.fail(e)),
+                }
+            }
+        }
     }
 
     /// Whether `tool` (an upstream tool: it has a source, its server) may be offered and run,
     /// recording what is seen for the first time. See [`check_all`](Self::check_all).
+    ///
+    /// ```
+    /// use capstore::{Tool, mcp::live::{Quarantine, Verdict}};
+    /// let q = Quarantine::open("/nonexistent/dir/q.json", false);
+    /// // A tool without a server is not an upstream tool: always trusted, nothing recorded.
+    /// assert_eq!(q.check(&Tool::new("local", "A local tool"))?, Verdict::Trusted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check(&self, tool: &Tool) -> Result<Verdict, QuarantineError> {
         let mut verdicts = self.check_all([tool])?;
         Ok(verdicts.pop().unwrap_or(Verdict::Trusted))
     }
 
     /// [`check`](Self::check) for many tools at once: one read and at most one write of the
-    /// file. A server is "seen for the first time" when it was unknown before this call, so
+    /// state. A server is "seen for the first time" when it was unknown before this call, so
     /// checking all of a new server's tools in one call trusts them all, even with
     /// `hold_new_tools`.
     ///
@@ -342,42 +581,52 @@ impl Quarantine {
         &self,
         tools: impl IntoIterator<Item = &'t Tool>,
     ) -> Result<Vec<Verdict>, QuarantineError> {
-        let seen: Vec<(&Tool, Option<String>)> = tools
-            .into_iter()
-            .map(|tool| (tool, tool.source.as_ref().map(|_| fingerprint(tool))))
+        // Tools without a server are not upstream tools: trusted, and not recorded.
+        let tools: Vec<&Tool> = tools.into_iter().collect();
+        let seen: Vec<(String, String, String)> = tools
+            .iter()
+            .filter_map(|tool| {
+                let server = tool.source.as_ref()?;
+                Some((server.clone(), tool.name.clone(), fingerprint(tool)))
+            })
             .collect();
-        let hold_new = self.hold_new_tools;
-        self.with_state(|state| {
-            let known: std::collections::BTreeSet<String> = state.servers.keys().cloned().collect();
-            let mut changed = false;
-            let verdicts = seen
-                .into_iter()
-                .map(|(tool, fingerprint)| {
-                    let (Some(server), Some(fingerprint)) = (tool.source.as_deref(), fingerprint)
-                    else {
-                        return Verdict::Trusted;
-                    };
-                    let held_if_new = hold_new && known.contains(server);
-                    let records = state.servers.entry(server.to_string()).or_default();
-                    let (verdict, wrote) = judge(records, &tool.name, fingerprint, held_if_new);
-                    changed |= wrote;
-                    verdict
-                })
-                .collect();
-            (verdicts, changed)
-        })
+        let mut verdicts = match self.edit(&TrustEdit::Check {
+            seen,
+            hold_new_tools: self.hold_new_tools,
+        })? {
+            EditOutcome::Verdicts(verdicts) => verdicts.into_iter(),
+            EditOutcome::Approved(_) => {
+                return Err(self.fail("the trust state answered a check with an approval"));
+            }
+        };
+        tools
+            .iter()
+            .map(|tool| match tool.source {
+                None => Ok(Verdict::Trusted),
+                Some(_) => verdicts
+                    .next()
+                    .ok_or_else(|| self.fail("the trust state answered fewer verdicts than asked")),
+            })
+            .collect()
     }
 
     /// Trusts the pending definition of the tool `key` (`server/name`). `Ok(false)` when
     /// nothing was pending for it.
+    ///
+    /// ```
+    /// let q = capstore::mcp::live::Quarantine::open("/nonexistent/dir/q.json", false);
+    /// assert_eq!(q.approve("fs/read")?, false); // nothing pending
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn approve(&self, key: &str) -> Result<bool, QuarantineError> {
-        self.approve_if(key, |_| true)
+        self.approve_only(key, None)
     }
 
     /// Trusts the pending definition of the tool `key` only if it is still the one with
     /// `fingerprint`: what a person read and approved, not a definition the server sent since.
     /// `Ok(false)` when nothing is pending for `key`, or something else is; checked and
-    /// written under one lock, so no change slips in between.
+    /// written in one step (under the file's lock, or in one PostgreSQL transaction), so no
+    /// change slips in between.
     ///
     /// ```
     /// use capstore::{Tool, mcp::live::{Quarantine, fingerprint}};
@@ -393,30 +642,19 @@ impl Quarantine {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn approve_pending(&self, key: &str, fingerprint: &str) -> Result<bool, QuarantineError> {
-        self.approve_if(key, |pending| pending == fingerprint)
+        self.approve_only(key, Some(fingerprint.to_string()))
     }
 
-    /// Trusts the pending fingerprint of `key` if `accept` takes it.
-    fn approve_if(
-        &self,
-        key: &str,
-        accept: impl FnOnce(&str) -> bool,
-    ) -> Result<bool, QuarantineError> {
-        let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
-        self.with_state(|state| {
-            let record = state
-                .servers
-                .get_mut(server)
-                .and_then(|tools| tools.get_mut(name));
-            match record {
-                Some(record) if record.pending.as_deref().is_some_and(accept) => {
-                    record.trusted = record.pending.take();
-                    record.reason = None;
-                    (true, true)
-                }
-                _ => (false, false),
+    /// Trusts the pending fingerprint of `key`, if it is `only` (when given).
+    fn approve_only(&self, key: &str, only: Option<String>) -> Result<bool, QuarantineError> {
+        let server = key.split('/').next().unwrap_or(key).to_string();
+        let name = bare_name(key).to_string();
+        match self.edit(&TrustEdit::Approve { server, name, only })? {
+            EditOutcome::Approved(approved) => Ok(approved),
+            EditOutcome::Verdicts(_) => {
+                Err(self.fail("the trust state answered an approval with verdicts"))
             }
-        })
+        }
     }
 
     /// The record of the tool `key` (`server/name`): its trusted and pending fingerprints.
@@ -435,16 +673,32 @@ impl Quarantine {
     /// ```
     pub fn record(&self, key: &str) -> Result<Option<ToolRecord>, QuarantineError> {
         let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
-        self.with_state(|state| {
-            let record = state.servers.get(server).and_then(|tools| tools.get(name));
-            (record.cloned(), false)
-        })
+        let find = |state: &TrustState| {
+            state
+                .servers
+                .get(server)
+                .and_then(|tools| tools.get(name))
+                .cloned()
+        };
+        match &self.backend {
+            Backend::File { .. } => self.with_file(|state| (find(state), false)),
+            Backend::Shared(shared) => shared
+                .local(Some(&[server.to_string()]))
+                .map(|state| find(&state))
+                .map_err(|e| self.fail(e)),
+        }
     }
 
     /// The tools held back now, as `(server/name, reason)`, sorted.
+    ///
+    /// ```
+    /// let q = capstore::mcp::live::Quarantine::open("/nonexistent/dir/q.json", false);
+    /// assert!(q.pending()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pending(&self) -> Result<Vec<(String, QuarantineReason)>, QuarantineError> {
-        self.with_state(|state| {
-            let pending = state
+        let list = |state: &TrustState| -> Vec<(String, QuarantineReason)> {
+            state
                 .servers
                 .iter()
                 .flat_map(|(server, tools)| {
@@ -457,10 +711,21 @@ impl Quarantine {
                         })
                     })
                 })
-                .collect();
-            (pending, false)
-        })
+                .collect()
+        };
+        match &self.backend {
+            Backend::File { .. } => self.with_file(|state| (list(state), false)),
+            Backend::Shared(shared) => shared
+                .local(None)
+                .map(|state| list(&state))
+                .map_err(|e| self.fail(e)),
+        }
     }
+}
+
+/// A file's modification time, to notice another process's approval.
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Writes `bytes` to `path` as a file only its owner may read and write (`0600`, whatever the
