@@ -9,6 +9,10 @@
 //! - `snapshot (id = 1, version, tables)`: the shared tables at `version`, written by
 //!   compaction, which then deletes the log rows it folded in.
 //! - `audit (id, at, replica, event)`: the gateway's tool-call events (see `audit`).
+//! - `trust (server, tool, record)`: the quarantine's trust state now, one row per live tool
+//!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction
+//!   that appends the same change to the log under the head's lock: it is the state the log
+//!   folds to, kept so that a trust decision reads it in that transaction.
 
 use std::future::Future;
 use std::time::Duration;
@@ -75,6 +79,22 @@ pub(crate) async fn connect_spawned(url: &str, options: &SyncOptions) -> Result<
     Ok(client)
 }
 
+/// Opens a connection for writers ([`connect_spawned`]) on which PostgreSQL itself ends a
+/// transaction left idle for longer than the options' query timeout: a writer cut off from the
+/// server mid-write (a dropped network: its socket stays open on the server's side) must not
+/// hold the log's head lock, and so every other writer, until TCP gives up hours later.
+pub(crate) async fn connect_writer(url: &str, options: &SyncOptions) -> Result<Client, SyncError> {
+    let client = connect_spawned(url, options).await?;
+    let ms = options.query_timeout.as_millis().clamp(1_000, 86_400_000);
+    timed(
+        options.query_timeout,
+        "limiting idle transactions",
+        client.batch_execute(&format!("SET idle_in_transaction_session_timeout = {ms}")),
+    )
+    .await?;
+    Ok(client)
+}
+
 /// The channel followers LISTEN on.
 pub(crate) fn channel(ns: &str) -> String {
     format!("{ns}_log")
@@ -107,14 +127,15 @@ pub(crate) async fn ensure_schema(
              id int PRIMARY KEY CHECK (id = 1), version bigint NOT NULL, tables text NOT NULL);
          CREATE TABLE IF NOT EXISTS {ns}.audit (
              id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(),
-             replica text NOT NULL, event text NOT NULL);"
+             replica text NOT NULL, event text NOT NULL);
+         CREATE TABLE IF NOT EXISTS {ns}.trust (
+             server text NOT NULL, tool text NOT NULL, record text NOT NULL,
+             PRIMARY KEY (server, tool));"
     );
     timed(t, "creating the log's tables", tx.batch_execute(&sql)).await?;
     timed(t, "committing the schema set-up", tx.commit()).await
 }
 
-/// Appends one change set as the next version, if the head is `expected` (when given).
-/// Returns the version written. Acknowledged only once PostgreSQL has committed it.
 /// Locks the log's head row until `tx` ends (writers and compaction take it in turn) and
 /// returns the version it holds.
 pub(crate) async fn lock_head(
@@ -134,13 +155,14 @@ pub(crate) async fn lock_head(
     Ok(to_version(head.get::<_, i64>(0)))
 }
 
+/// Appends one change set as the next version, if the head is `expected` (when given).
+/// Returns the version written. Acknowledged only once PostgreSQL has committed it.
 pub(crate) async fn append(
     client: &mut Client,
     options: &SyncOptions,
     expected: Option<u64>,
     changes: &str,
 ) -> Result<u64, SyncError> {
-    let ns = &options.namespace;
     let t = options.query_timeout;
     let tx = timed(t, "beginning a write", client.transaction()).await?;
     let head = lock_head(&tx, options).await?;
@@ -153,6 +175,21 @@ pub(crate) async fn append(
             actual: head,
         });
     }
+    let version = append_locked(&tx, options, head, changes).await?;
+    timed(t, "committing a write", tx.commit()).await?;
+    Ok(version)
+}
+
+/// In a transaction holding the head's lock (at `head`): inserts `changes` as version
+/// `head + 1`, moves the head there and notifies followers (on commit). Returns that version.
+pub(crate) async fn append_locked(
+    tx: &tokio_postgres::Transaction<'_>,
+    options: &SyncOptions,
+    head: u64,
+    changes: &str,
+) -> Result<u64, SyncError> {
+    let ns = &options.namespace;
+    let t = options.query_timeout;
     let version = head + 1;
     let v = to_sql(version);
     timed(
@@ -182,7 +219,6 @@ pub(crate) async fn append(
         ),
     )
     .await?;
-    timed(t, "committing a write", tx.commit()).await?;
     Ok(version)
 }
 

@@ -64,6 +64,8 @@
 mod audit;
 mod log;
 mod replica;
+#[cfg(feature = "mcp-live")]
+mod trust;
 mod wire;
 
 use std::fmt;
@@ -71,6 +73,8 @@ use std::time::Duration;
 
 pub use audit::AuditLog;
 pub use replica::{Replica, SyncStatus, compact};
+#[cfg(feature = "mcp-live")]
+pub use trust::shared_quarantine;
 pub use wire::{Batch, SHARED_TABLES, Shared};
 
 use crate::store::{SchemaError, StoreError};
@@ -191,6 +195,12 @@ pub enum SyncError {
         /// The version the replica holds.
         applied: u64,
     },
+    /// The thread that runs a shared quarantine's PostgreSQL work could not be started, or
+    /// has stopped.
+    Worker {
+        /// What happened.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SyncError {
@@ -218,6 +228,7 @@ impl fmt::Display for SyncError {
                 f,
                 "the log has no entry after version {applied} and no snapshot covers it"
             ),
+            SyncError::Worker { reason } => f.write_str(reason),
         }
     }
 }

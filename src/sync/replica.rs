@@ -8,10 +8,10 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, GenericClient};
 
-use crate::store::{Snapshot, Store, StoreBuilder, Subscription, Table};
+use crate::store::{Snapshot, Store, StoreBuilder, Subscription};
 
 use super::log::{self, timed};
-use super::wire::{self, Batch, LogPosition, WireEntry, WireTables};
+use super::wire::{self, Batch, LogPosition, SyncTables, WireEntry, WireTables};
 use super::{SyncError, SyncOptions, check_namespace};
 
 /// The first wait before a follower reconnects; it doubles up to [`MAX_BACKOFF`]. Short, so a
@@ -62,7 +62,8 @@ struct Inner {
     url: String,
     options: SyncOptions,
     store: Store,
-    position: Table<LogPosition>,
+    /// The log position and trust tables declared on `store`.
+    tables: SyncTables,
     /// The connection writes go through; reopened on the next write after it breaks.
     writer: tokio::sync::Mutex<Option<Client>>,
     follow: Mutex<Follow>,
@@ -127,17 +128,15 @@ impl Replica {
         options: SyncOptions,
     ) -> Result<Replica, SyncError> {
         check_namespace(&options.namespace)?;
-        let position = builder
-            .table(wire::position_schema())
-            .map_err(SyncError::Schema)?;
+        let tables = SyncTables::declare(&mut builder)?;
         let store = builder.build();
-        let mut client = log::connect_spawned(url, &options).await?;
+        let mut client = log::connect_writer(url, &options).await?;
         log::ensure_schema(&mut client, &options).await?;
         let inner = Arc::new(Inner {
             url: url.to_string(),
             options,
             store,
-            position,
+            tables,
             writer: tokio::sync::Mutex::new(None),
             follow: Mutex::new(Follow {
                 connected: false,
@@ -163,6 +162,18 @@ impl Replica {
         self.inner.store.snapshot()
     }
 
+    /// What a shared quarantine needs (`sync::trust`): where PostgreSQL is, and the store and
+    /// tables it reads the trust state from.
+    #[cfg(feature = "mcp-live")]
+    pub(crate) fn trust_parts(&self) -> (String, SyncOptions, Store, SyncTables) {
+        (
+            self.inner.url.clone(),
+            self.inner.options.clone(),
+            self.inner.store.clone(),
+            self.inner.tables,
+        )
+    }
+
     /// The log version the store holds now.
     pub fn version(&self) -> u64 {
         self.version_of(&self.inner.store.snapshot())
@@ -171,12 +182,12 @@ impl Replica {
     /// The log version a snapshot of this replica's store holds: every replica's snapshot at
     /// the same log version has the same shared tables.
     pub fn version_of(&self, snapshot: &Snapshot) -> u64 {
-        wire::position(snapshot, &self.inner.position).version
+        wire::position(snapshot, &self.inner.tables.position).version
     }
 
     /// Where the replica stands: its version, the latest it knows of, whether it is connected.
     pub fn status(&self) -> SyncStatus {
-        let pos = wire::position(&self.inner.store.snapshot(), &self.inner.position);
+        let pos = wire::position(&self.inner.store.snapshot(), &self.inner.tables.position);
         let follow = self.inner.follow.lock();
         SyncStatus {
             version: pos.version,
@@ -212,7 +223,7 @@ impl Replica {
         {
             // Checked on a transaction that is then dropped: nothing local changes.
             let mut tx = self.inner.store.begin();
-            wire::apply_changes(&mut tx, &batch.changes)?;
+            wire::apply_changes(&mut tx, &self.inner.tables, &batch.changes)?;
         }
         let body = serde_json::to_string(&WireEntry {
             changes: batch.changes,
@@ -224,7 +235,7 @@ impl Replica {
         })?;
         let mut writer = self.inner.writer.lock().await;
         if writer.as_ref().is_none_or(Client::is_closed) {
-            *writer = Some(log::connect_spawned(&self.inner.url, &self.inner.options).await?);
+            *writer = Some(log::connect_writer(&self.inner.url, &self.inner.options).await?);
         }
         let Some(client) = writer.as_mut() else {
             return Err(SyncError::Postgres {
@@ -398,7 +409,7 @@ async fn catch_up(inner: &Inner, client: &impl GenericClient) -> Result<(), Sync
     // (the log and the snapshot disagree) ends in an error after a few tries, not a spin.
     let mut stuck = 0;
     loop {
-        let applied = wire::position(&inner.store.snapshot(), &inner.position).version;
+        let applied = wire::position(&inner.store.snapshot(), &inner.tables.position).version;
         let rows = log::tail(client, &inner.options, applied).await?;
         match rows.first() {
             Some((first, _)) if *first == applied + 1 => {
@@ -444,7 +455,7 @@ fn apply_rows(inner: &Inner, mut applied: u64, rows: Vec<(u64, String)>) -> Resu
         }
         inner
             .store
-            .write(|tx| wire::apply_entry(tx, &inner.position, version, &body))?;
+            .write(|tx| wire::apply_entry(tx, &inner.tables, version, &body))?;
         applied = version;
     }
     Ok(applied)
@@ -454,7 +465,7 @@ fn apply_rows(inner: &Inner, mut applied: u64, rows: Vec<(u64, String)>) -> Resu
 /// thread: at registry scale it is a bulk load of about a second).
 async fn load_snapshot(inner: &Inner, version: u64, tables: String) -> Result<(), SyncError> {
     let store = inner.store.clone();
-    let position = inner.position;
+    let local = inner.tables;
     let task = tokio::task::spawn_blocking(move || -> Result<(), SyncError> {
         let tables: WireTables = serde_json::from_str(&tables).map_err(|e| SyncError::Decode {
             what: format!("the snapshot at version {version}"),
@@ -462,8 +473,8 @@ async fn load_snapshot(inner: &Inner, version: u64, tables: String) -> Result<()
         })?;
         let refused = tables.refused;
         store.write(|tx| -> Result<(), SyncError> {
-            wire::replace_tables(tx, tables)?;
-            tx.upsert(&position, LogPosition { version, refused })?;
+            wire::replace_tables(tx, &local, tables)?;
+            tx.upsert(&local.position, LogPosition { version, refused })?;
             Ok(())
         })?;
         Ok(())
@@ -495,9 +506,7 @@ pub async fn compact(url: &str, options: &SyncOptions) -> Result<u64, SyncError>
     let head = log::lock_head(&tx, options).await?;
     // A scratch replica's store, filled exactly as a follower fills its own.
     let mut builder = Store::builder();
-    let position = builder
-        .table(wire::position_schema())
-        .map_err(SyncError::Schema)?;
+    let local = SyncTables::declare(&mut builder)?;
     let scratch = builder.build();
     if let Some((version, tables)) = log::snapshot(&tx, options).await? {
         let tables: WireTables = serde_json::from_str(&tables).map_err(|e| SyncError::Decode {
@@ -506,13 +515,13 @@ pub async fn compact(url: &str, options: &SyncOptions) -> Result<u64, SyncError>
         })?;
         let refused = tables.refused;
         scratch.write(|w| -> Result<(), SyncError> {
-            wire::replace_tables(w, tables)?;
-            w.upsert(&position, LogPosition { version, refused })?;
+            wire::replace_tables(w, &local, tables)?;
+            w.upsert(&local.position, LogPosition { version, refused })?;
             Ok(())
         })?;
     }
     loop {
-        let applied = wire::position(&scratch.snapshot(), &position).version;
+        let applied = wire::position(&scratch.snapshot(), &local.position).version;
         if applied >= head {
             break;
         }
@@ -524,12 +533,12 @@ pub async fn compact(url: &str, options: &SyncOptions) -> Result<u64, SyncError>
             if version > head {
                 break;
             }
-            scratch.write(|w| wire::apply_entry(w, &position, version, &body))?;
+            scratch.write(|w| wire::apply_entry(w, &local, version, &body))?;
         }
     }
     let snap = scratch.snapshot();
-    let pos = wire::position(&snap, &position);
-    let tables = wire::encode_tables(&snap, pos.refused)?;
+    let pos = wire::position(&snap, &local.position);
+    let tables = wire::encode_tables(&snap, &local, pos.refused)?;
     let v = log::to_sql(head);
     timed(
         t,

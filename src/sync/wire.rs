@@ -8,6 +8,10 @@
 //! store held for other reasons. An entry that cannot be applied (a record its validator refuses,
 //! a unique index it would break, a table this build does not share) is refused whole, on every
 //! replica alike, since they all hold the same state at that version.
+//!
+//! Beside the catalog's tables the log carries the quarantine's trust state (table `trust`,
+//! one [`TrustRow`] per live tool), written only by the trust API (`sync::trust`) and kept in
+//! each replica's store in a table of its own, so that every replica judges tools alike.
 
 use std::sync::Arc;
 
@@ -17,7 +21,9 @@ use serde_json::Value;
 
 use crate::hooks::Hook;
 use crate::skills::Skill;
-use crate::store::{Change, ChangeSet, Record, Snapshot, StoreError, Table, TableSchema, WriteTxn};
+use crate::store::{
+    Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
+};
 use crate::tools::Tool;
 use crate::{HOOKS, SKILLS, TOOLS};
 
@@ -68,7 +74,59 @@ impl Shared for Hook {
 }
 
 /// The names of the shared tables, in the order snapshots list them.
+///
+/// ```
+/// assert_eq!(capstore::sync::SHARED_TABLES, ["tools", "skills", "hooks"]);
+/// ```
 pub const SHARED_TABLES: [&str; 3] = [Tool::TABLE, Skill::TABLE, Hook::TABLE];
+
+/// The log's name for the quarantine's trust state (not a catalog table: no [`Batch`] writes it).
+pub(crate) const TRUST_TABLE: &str = "trust";
+
+/// One live tool's trust record as the log and the replicas' stores hold it: the fields of the
+/// quarantine's `ToolRecord` (fingerprints, and why it is held: `"changed"` or `"new"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TrustRow {
+    pub server: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl TrustRow {
+    /// Its key: `server/tool`.
+    pub(crate) fn key(&self) -> String {
+        format!("{}/{}", self.server, self.tool)
+    }
+}
+
+/// The store tables a replica adds to the built-in ones: where it is in the log, and the trust
+/// state. Declared the same way on every replica's store (and compaction's scratch store).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SyncTables {
+    pub position: Table<LogPosition>,
+    pub trust: Table<TrustRow>,
+}
+
+impl SyncTables {
+    /// Declares the tables on `builder`.
+    pub(crate) fn declare(builder: &mut StoreBuilder) -> Result<SyncTables, SyncError> {
+        let position = builder
+            .table(position_schema())
+            .map_err(SyncError::Schema)?;
+        let trust = builder
+            .table(TableSchema::new(TRUST_STORE_TABLE, TrustRow::key))
+            .map_err(SyncError::Schema)?;
+        Ok(SyncTables { position, trust })
+    }
+}
+
+/// The name of the store table holding [`TrustRow`]s.
+pub(crate) const TRUST_STORE_TABLE: &str = "sync_trust";
 
 /// One change of a log entry: the record after it, `None` for a delete.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,17 +256,49 @@ fn apply_one<R: Shared>(tx: &mut WriteTxn, change: &WireChange) -> Result<(), Sy
     Ok(())
 }
 
+fn apply_trust(
+    tx: &mut WriteTxn,
+    table: &Table<TrustRow>,
+    change: &WireChange,
+) -> Result<(), SyncError> {
+    match &change.after {
+        Some(value) => {
+            let row = TrustRow::deserialize(value).map_err(|e| SyncError::Decode {
+                what: format!("trust record {:?}", change.key),
+                reason: e.to_string(),
+            })?;
+            if row.key() != change.key {
+                return Err(SyncError::Decode {
+                    what: format!("trust record {:?}", change.key),
+                    reason: format!("the record's key is {:?}", row.key()),
+                });
+            }
+            tx.upsert(table, row)?;
+        }
+        None => match tx.delete(table, &change.key) {
+            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        },
+    }
+    Ok(())
+}
+
 /// Applies one entry's changes to `tx`; on error the caller rolls them back.
-pub(crate) fn apply_changes(tx: &mut WriteTxn, changes: &[WireChange]) -> Result<(), SyncError> {
+pub(crate) fn apply_changes(
+    tx: &mut WriteTxn,
+    tables: &SyncTables,
+    changes: &[WireChange],
+) -> Result<(), SyncError> {
     for change in changes {
         match change.table.as_str() {
             Tool::TABLE => apply_one::<Tool>(tx, change)?,
             Skill::TABLE => apply_one::<Skill>(tx, change)?,
             Hook::TABLE => apply_one::<Hook>(tx, change)?,
+            TRUST_TABLE => apply_trust(tx, &tables.trust, change)?,
             other => {
                 return Err(SyncError::Decode {
                     what: format!("a change to {other:?}"),
-                    reason: format!("shared tables are {SHARED_TABLES:?}"),
+                    reason: format!("shared tables are {SHARED_TABLES:?} and {TRUST_TABLE:?}"),
                 });
             }
         }
@@ -220,14 +310,14 @@ pub(crate) fn apply_changes(tx: &mut WriteTxn, changes: &[WireChange]) -> Result
 /// the new position. Returns whether the changes were applied (false: refused, position moved).
 pub(crate) fn apply_entry(
     tx: &mut WriteTxn,
-    position_table: &Table<LogPosition>,
+    tables: &SyncTables,
     version: u64,
     body: &str,
 ) -> Result<bool, StoreError> {
-    let mut pos = position(tx.view(), position_table);
+    let mut pos = position(tx.view(), &tables.position);
     let applied = match serde_json::from_str::<WireEntry>(body) {
         Ok(entry) => tx
-            .all_or_nothing(|tx| apply_changes(tx, &entry.changes).map_err(Refused::from))
+            .all_or_nothing(|tx| apply_changes(tx, tables, &entry.changes).map_err(Refused::from))
             .is_ok(),
         Err(_) => false,
     };
@@ -235,7 +325,7 @@ pub(crate) fn apply_entry(
     if !applied {
         pos.refused += 1;
     }
-    tx.upsert(position_table, pos)?;
+    tx.upsert(&tables.position, pos)?;
     Ok(applied)
 }
 
@@ -261,6 +351,9 @@ pub(crate) struct WireTables {
     pub skills: Vec<Skill>,
     #[serde(default)]
     pub hooks: Vec<Hook>,
+    /// The trust state (absent from snapshots written before it was shared).
+    #[serde(default)]
+    pub trust: Vec<TrustRow>,
     /// Entries refused up to the snapshot's version.
     #[serde(default)]
     pub refused: u64,
@@ -272,15 +365,21 @@ struct WireTablesRef<'s> {
     tools: Vec<&'s Tool>,
     skills: Vec<&'s Skill>,
     hooks: Vec<&'s Hook>,
+    trust: Vec<&'s TrustRow>,
     refused: u64,
 }
 
-/// The shared tables of `snap` as the JSON of a snapshot row.
-pub(crate) fn encode_tables(snap: &Snapshot, refused: u64) -> Result<String, SyncError> {
+/// The shared tables of `snap` (and its trust state) as the JSON of a snapshot row.
+pub(crate) fn encode_tables(
+    snap: &Snapshot,
+    tables: &SyncTables,
+    refused: u64,
+) -> Result<String, SyncError> {
     let tables = WireTablesRef {
         tools: snap.iter(&TOOLS)?.records().collect(),
         skills: snap.iter(&SKILLS)?.records().collect(),
         hooks: snap.iter(&HOOKS)?.records().collect(),
+        trust: snap.iter(&tables.trust)?.records().collect(),
         refused,
     };
     serde_json::to_string(&tables).map_err(|e| SyncError::Encode {
@@ -292,23 +391,29 @@ pub(crate) fn encode_tables(snap: &Snapshot, refused: u64) -> Result<String, Syn
 
 /// Makes `tx`'s shared tables exactly `tables` (a compacted snapshot): bulk inserts into empty
 /// tables, otherwise deletes what is not in it and upserts the rest.
-pub(crate) fn replace_tables(tx: &mut WriteTxn, tables: WireTables) -> Result<(), StoreError> {
-    replace_table(tx, &TOOLS, tables.tools)?;
-    replace_table(tx, &SKILLS, tables.skills)?;
-    replace_table(tx, &HOOKS, tables.hooks)?;
+pub(crate) fn replace_tables(
+    tx: &mut WriteTxn,
+    local: &SyncTables,
+    tables: WireTables,
+) -> Result<(), StoreError> {
+    replace_table(tx, &TOOLS, tables.tools, Shared::key)?;
+    replace_table(tx, &SKILLS, tables.skills, Shared::key)?;
+    replace_table(tx, &HOOKS, tables.hooks, Shared::key)?;
+    replace_table(tx, &local.trust, tables.trust, TrustRow::key)?;
     Ok(())
 }
 
-fn replace_table<R: Shared>(
+fn replace_table<R: Record>(
     tx: &mut WriteTxn,
     table: &Table<R>,
     records: Vec<R>,
+    key: impl Fn(&R) -> String,
 ) -> Result<(), StoreError> {
     if tx.view().count(table)? == 0 {
         tx.insert_many(table, records)?;
         return Ok(());
     }
-    let keep: std::collections::HashSet<String> = records.iter().map(Shared::key).collect();
+    let keep: std::collections::HashSet<String> = records.iter().map(key).collect();
     let gone: Vec<Arc<str>> = tx
         .view()
         .iter(table)?
