@@ -40,7 +40,7 @@ USAGE:
     capstore stats [SOURCE]
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
-    capstore approve [TOOL... | --all] --mcp-config FILE
+    capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
     capstore compact --state URL [--namespace NS]
 
@@ -103,8 +103,12 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --max-results N           at most N tools per search_tools answer (default 8)
     --state postgres://...    share the catalog with every gateway on that PostgreSQL (its
                               change log), and audit tool calls there; live servers' tools
-                              stay local. --namespace NS: which shared catalog (default capstore)
+                              stay local. --namespace NS: which shared catalog (default capstore).
+                              The quarantine's trust state is shared there too, instead of the
+                              trust file: approve with `capstore approve --state URL`
 APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
+         --mcp-config FILE edits that configuration's trust file; --state URL [--namespace NS]
+         the trust state shared by the gateways of `serve --state URL` (one approval, all).
 COMPACT: fold a shared catalog's change log in PostgreSQL (postgres://...) into its snapshot
          row, which new replicas start from; --namespace NS names the catalog (default capstore).
 

@@ -99,25 +99,52 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         state_url,
         sync_options,
     } = parse(args)?;
-    let loaded = source::load(&sources)?;
+    // With --state, the replica opens first: the live servers' tools are judged against the
+    // trust state it shares, not the configuration's trust file.
+    let mut replica = None;
+    let prepared = match &state_url {
+        Some(url) => {
+            let runtime = source::runtime()?;
+            let opened = state::open(url, sync_options.clone(), &runtime)?;
+            let quarantine = opened
+                .quarantine(sources.hold_new_tools)
+                .map_err(|e| format!("--state: {e}"))?;
+            replica = Some(opened);
+            Some(source::Prepared {
+                runtime,
+                quarantine: Some(quarantine),
+                approve_hint: format!(
+                    "capstore approve --state {} --namespace {}",
+                    state::shown_url(url),
+                    sync_options.namespace
+                ),
+            })
+        }
+        None => None,
+    };
+    options.approve_hint = match &prepared {
+        Some(prepared) => prepared.approve_hint.clone(),
+        None => format!("capstore approve --mcp-config {}", config.display()),
+    };
+    let loaded = source::load_with(&sources, prepared)?;
     let Some(live) = &loaded.live else {
         return Err("serve: no live servers".into());
     };
     options.policy = loaded.policy.clone();
-    options.approve_hint = format!("capstore approve --mcp-config {}", config.display());
     // Kept alive while the gateway serves: the replica, its mirror and the audit.
-    let shared = match &state_url {
-        Some(url) => Some(state::share(
+    let shared = match (replica, &state_url) {
+        (Some(replica), Some(url)) => Some(state::share(
+            replica,
             url,
             sync_options,
             &loaded.store,
             &live.runtime,
         )?),
-        None => None,
+        _ => None,
     };
     options.events = shared.as_ref().map(|s| s.events.clone());
-    // The hub's trust file: the hub keeps held tools out of the store, the gateway answers
-    // for them.
+    // The hub's trust state (the file, or the shared one): the hub keeps held tools out of the
+    // store, the gateway answers for them.
     let quarantine = live.quarantine.clone();
     let gateway = Gateway::new(loaded.store.clone(), quarantine, options);
     let served = live.runtime.block_on(async {

@@ -27,7 +27,8 @@ pub(crate) struct Loaded {
 pub(crate) struct Live {
     pub(crate) runtime: tokio::runtime::Runtime,
     pub(crate) hub: McpHub,
-    /// The trust file the hub checks tools against (`None` with `--no-quarantine`).
+    /// The trust state the hub checks tools against: the trust file, or the state shared
+    /// through PostgreSQL with `serve --state` (`None` with `--no-quarantine`).
     pub(crate) quarantine: Option<Quarantine>,
 }
 
@@ -51,11 +52,36 @@ impl Drop for Live {
     }
 }
 
+/// What `serve --state` sets up before the live servers connect: the runtime they (and the
+/// replica) run on, and the quarantine shared through PostgreSQL that replaces the trust file.
+pub(crate) struct Prepared {
+    pub(crate) runtime: tokio::runtime::Runtime,
+    /// `None` with `--no-quarantine`.
+    pub(crate) quarantine: Option<Quarantine>,
+    /// How a person approves a held tool, for messages (`capstore approve --state ...`).
+    pub(crate) approve_hint: String,
+}
+
+/// The runtime live servers run on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
 /// Loads the sources of `args` in order: bundled catalog, catalog file, MCP lists, live MCP
 /// servers. Each is one transaction; an error names the file and the entry. A live server
 /// that cannot start or answer does not stop the command: it is named on stderr, and the
 /// command goes on with the others.
 pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
+    load_with(args, None)
+}
+
+/// [`load`], the live servers connected on `prepared`'s runtime and checked against its
+/// quarantine when given.
+pub(crate) fn load_with(args: &SourceArgs, prepared: Option<Prepared>) -> Result<Loaded, String> {
     let start = Instant::now();
     let store = Store::new();
     let mut policy = SelectionPolicy::default();
@@ -89,7 +115,7 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
         labels.push(format!("MCP {server}"));
     }
     let live = match &args.mcp_config {
-        Some(path) => Some(connect(&store, path, args, &mut labels)?),
+        Some(path) => Some(connect(&store, path, args, &mut labels, prepared)?),
         None => None,
     };
     let elapsed = start.elapsed();
@@ -111,12 +137,13 @@ pub(crate) fn load(args: &SourceArgs) -> Result<Loaded, String> {
 
 /// Connects to the servers of the configuration at `path` (only the one that owns
 /// `args.only_server_of`'s tool, when it names one) and imports their tools, checked against
-/// the configuration's trust file unless `--no-quarantine`.
+/// the configuration's trust file (or `prepared`'s shared quarantine) unless `--no-quarantine`.
 fn connect(
     store: &Store,
     path: &Path,
     args: &SourceArgs,
     labels: &mut Vec<String>,
+    prepared: Option<Prepared>,
 ) -> Result<Live, String> {
     let mut config = McpConfig::from_path(path).map_err(|e| format!("--mcp-config: {e}"))?;
     if config.servers.is_empty() {
@@ -133,8 +160,19 @@ fn connect(
         config.servers.retain(|s| s.name == server);
     }
     let mut options = args.live.clone();
-    let quarantine =
-        (!args.no_quarantine).then(|| Quarantine::open(quarantine_path(path), args.hold_new_tools));
+    let (runtime, quarantine, approve_hint) = match prepared {
+        Some(prepared) => (
+            prepared.runtime,
+            prepared.quarantine.filter(|_| !args.no_quarantine),
+            prepared.approve_hint,
+        ),
+        None => (
+            runtime()?,
+            (!args.no_quarantine)
+                .then(|| Quarantine::open(quarantine_path(path), args.hold_new_tools)),
+            format!("capstore approve --mcp-config {}", path.display()),
+        ),
+    };
     if let Some(quarantine) = &quarantine {
         // Fails closed either way (every live tool held back); said once here, at start.
         if let Err(error) = quarantine.verify() {
@@ -142,11 +180,6 @@ fn connect(
         }
     }
     options.quarantine = quarantine.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     progress(&format!(
         "connecting to {} MCP server(s) of {}",
         config.servers.len(),
@@ -176,8 +209,7 @@ fn connect(
     if !held.is_empty() {
         let names: Vec<&str> = held.iter().map(|h| h.key.as_str()).collect();
         progress(&format!(
-            "  quarantined, not offered or run until approved (capstore approve --mcp-config {}): {}",
-            path.display(),
+            "  quarantined, not offered or run until approved ({approve_hint}): {}",
             names.join(", ")
         ));
     }

@@ -5,7 +5,9 @@
 //! the live servers' tools, which only the gateway that connected them can call) is written to
 //! the shared log where it differs from what the log holds; then the log's catalog is kept
 //! in the gateway's store (`Replica::mirror_into`), beside the live servers' tools. Every tool
-//! call's events go to the `audit` table.
+//! call's events go to the `audit` table. The quarantine's trust state is the shared one
+//! (`Replica::quarantine`) instead of the configuration's trust file: one approval
+//! (`capstore approve --state URL`), every gateway.
 
 use capstore::events::EventSubscription;
 use capstore::sync::{AuditLog, Batch, Replica, SyncOptions};
@@ -26,8 +28,34 @@ pub(crate) struct SharedState {
     pub(crate) events: EventBus,
 }
 
-/// Opens a replica on `runtime`, publishes `store`'s catalog, and mirrors the shared one into it.
+/// Opens the gateway's replica on `runtime` (before the live servers connect: their tools are
+/// judged against its trust state).
+pub(crate) fn open(
+    url: &str,
+    options: SyncOptions,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Replica, String> {
+    runtime
+        .block_on(Replica::open(url, options))
+        .map_err(|e| format!("--state: {e}"))
+}
+
+/// How to name `url` in a message a client may read: as it is, unless it may hold a password.
+pub(crate) fn shown_url(url: &str) -> &str {
+    let userinfo = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .map(|(userinfo, _)| userinfo);
+    if url.to_ascii_lowercase().contains("password") || userinfo.is_some_and(|u| u.contains(':')) {
+        "URL"
+    } else {
+        url
+    }
+}
+
+/// Publishes `store`'s catalog through `replica`, and mirrors the shared one into it.
 pub(crate) fn share(
+    replica: Replica,
     url: &str,
     options: SyncOptions,
     store: &Store,
@@ -35,9 +63,6 @@ pub(crate) fn share(
 ) -> Result<SharedState, String> {
     let ns = options.namespace.clone();
     runtime.block_on(async {
-        let replica = Replica::open(url, options.clone())
-            .await
-            .map_err(|e| format!("--state: {e}"))?;
         let batch = differences(&store.snapshot(), &replica.snapshot())
             .map_err(|e| format!("--state: {e}"))?;
         if !batch.is_empty() {
