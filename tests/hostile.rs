@@ -4,13 +4,16 @@
 //! The servers are `tests/fixtures/mcp/servers/fault_server.py` (standard library only).
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::gateway::GatewayProcess as Gateway;
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
@@ -424,89 +427,6 @@ fn call_starts_only_the_server_it_needs() {
 
 // ---- the gateway over stdio ----
 
-/// A gateway process spoken to in JSON-RPC lines.
-struct Gateway {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Gateway {
-    fn start(config: &Path, extra: &[&str]) -> Gateway {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .arg("serve")
-            .arg("--mcp-config")
-            .arg(config)
-            .args(extra)
-            .current_dir(root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("capstore serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(value) = serde_json::from_str(&line) else {
-                    return;
-                };
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut gateway = Gateway {
-            child,
-            stdin,
-            lines,
-        };
-        gateway.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18",
-            "capabilities": {}, "clientInfo": {"name": "hostile", "version": "1"}}),
-        );
-        gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        gateway
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let message = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the gateway answers within 30 s");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn search(&mut self, id: i64, query: &str) -> Value {
-        let reply = self.request(
-            id,
-            "tools/call",
-            json!({"name": "search_tools", "arguments": {"query": query}}),
-        );
-        reply["result"]["structuredContent"].clone()
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// After its server crashed for good, a tool is listed by `search_tools` as not runnable,
 /// with why and since when; a 100 KB query is cut, and not echoed back whole.
 #[test]
@@ -519,23 +439,19 @@ fn search_tools_says_which_servers_are_down_and_cuts_long_queries() {
         json!({"ONCE_FILE": dir.join("started")}),
     );
     let mut gateway = Gateway::start(&config, &["--no-quarantine"]);
-    let found = gateway.search(1, "echo a message back");
+    let found = gateway.search("echo a message back");
     assert_eq!(found["tools"][0]["name"], "f/echo", "{found}");
     assert_eq!(found["tools"][0]["runnable"], true, "{found}");
-    gateway.request(
-        2,
-        "tools/call",
-        json!({"name": "call_tool", "arguments": {"name": "f/crash", "arguments": {}}}),
-    );
+    gateway.call("f/crash", json!({}));
     // The tool is marked down as soon as the call fails; the reason quotes the server's own
     // last words (the crash, or its refusal to start again) once its stderr has been read to
     // the end, which may be a moment later.
     let last_words =
         |why: &str| why.contains("crashing on purpose") || why.contains("lost its license");
-    let mut id = 3;
+    let mut searches = 0;
     let echo = loop {
-        let found = gateway.search(id, "echo a message back");
-        id += 1;
+        let found = gateway.search("echo a message back");
+        searches += 1;
         let first = &found["tools"][0];
         if first["runnable"] == false
             && first["unavailable"]["why"].as_str().is_some_and(last_words)
@@ -543,7 +459,7 @@ fn search_tools_says_which_servers_are_down_and_cuts_long_queries() {
             break first.clone();
         }
         assert!(
-            id < 200,
+            searches < 200,
             "never marked down with the server's last words: {found}"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -554,7 +470,6 @@ fn search_tools_says_which_servers_are_down_and_cuts_long_queries() {
 
     let long = "echo a message back ".repeat(5_000);
     let reply = gateway.request(
-        300,
         "tools/call",
         json!({"name": "search_tools", "arguments": {"query": long}}),
     );
@@ -587,7 +502,6 @@ fn all_mode_unknown_tools_are_not_sent_to_search_tools() {
     write_config(&config, &[("f", "ok")], json!({}));
     let mut gateway = Gateway::start(&config, &["--mode", "all", "--no-quarantine"]);
     let reply = gateway.request(
-        1,
         "tools/call",
         json!({"name": "no_such_tool", "arguments": {}}),
     );

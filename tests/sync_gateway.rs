@@ -1,127 +1,195 @@
 //! `capstore serve --state postgres://...` in a process of its own, and a replica in this one:
 //! a tool written here is found by the gateway's `search_tools`; the gateway's catalog comes back
-//! here through the log; a call through the gateway lands in the `audit` table.
+//! here through the log; a call through the gateway lands in the `audit` table. Two gateway
+//! processes share one trust state: a rug pull held on both is approved once, and runs on both.
 
+mod common;
 mod pg;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use capstore::sync::{AuditLog, Batch, Replica};
 use capstore::{Event, TOOLS, Tool};
-use serde_json::{Value, json};
+use common::gateway::GatewayProcess as Gateway;
+use serde_json::json;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A gateway process spoken to in JSON-RPC lines over stdio.
-struct Gateway {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    next_id: i64,
-}
-
-impl Gateway {
-    fn start(config: &Path, extra: &[&str]) -> Gateway {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .arg("serve")
-            .arg("--mcp-config")
-            .arg(config)
-            .args(extra)
-            .current_dir(root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("capstore serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let Ok(value) = serde_json::from_str(&line) else {
-                    panic!("stdout holds only JSON-RPC: {line:?}")
-                };
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut gateway = Gateway {
-            child,
-            stdin,
-            lines,
-            next_id: 0,
-        };
-        let init = gateway.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "test", "version": "1"}}),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "capstore", "{init}");
-        gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        gateway
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let message = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the gateway answers within 60 s");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn search(&mut self, query: &str) -> Vec<String> {
-        let reply = self.request(
-            "tools/call",
-            json!({"name": "search_tools", "arguments": {"query": query, "limit": 5}}),
-        );
-        reply["result"]["structuredContent"]["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .filter_map(|t| t["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn config(dir: &Path) -> PathBuf {
+    config_of(dir, "f", "ok")
+}
+
+/// An `mcpServers` file in `dir` with one fault server `server` in `mode`.
+fn config_of(dir: &Path, server: &str, mode: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("dir");
     let config = dir.join("mcp.json");
     let script = root().join("tests/fixtures/mcp/servers/fault_server.py");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"f": {"command": "python3", "args": [script, "ok"]}}}).to_string(),
+        json!({"mcpServers": {server: {"command": "python3", "args": [script, mode]}}}).to_string(),
     )
     .expect("config");
     config
+}
+
+fn capstore(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_capstore"))
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("capstore runs")
+}
+
+/// Calls `tool` through `gateway` until `done` says the answer is the one waited for (an
+/// approval reaches a gateway through the log); that answer, or a failure after `pg::SEE`.
+fn call_until(
+    gateway: &mut Gateway,
+    tool: &str,
+    arguments: serde_json::Value,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let reply = gateway.call(tool, arguments.clone());
+        if done(&reply) {
+            return reply;
+        }
+        assert!(
+            started.elapsed() < pg::SEE,
+            "{what}: still {reply} after {:?}; stderr:\n{}",
+            pg::SEE,
+            gateway.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn is_error(reply: &serde_json::Value) -> bool {
+    reply["result"]["isError"] == true || reply.get("error").is_some()
+}
+
+#[test]
+fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
+    let (url, options) = (pg::url(), pg::options("trust"));
+    let ns = options.namespace.clone();
+    let dir = std::env::temp_dir().join(format!("capstore-sync-trust-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let honest = config_of(&dir.join("a"), "cards", "ok");
+    let poisoned = config_of(&dir.join("b"), "cards", "poisoned");
+    let state = ["--state", url.as_str(), "--namespace", ns.as_str()];
+
+    // Gateway A sees `cards` first, honest: its tools are trusted, in the shared state.
+    let mut a = Gateway::start(&honest, &state);
+    let reply = a.call("cards/echo", json!({"message": "first"}));
+    assert!(!is_error(&reply), "{reply}\n{}", a.stderr());
+    assert!(
+        common::gateway::text_of(&reply).contains("first"),
+        "{reply}"
+    );
+
+    // Gateway B never saw the honest `echo`, only the rug-pulled one: the shared state holds
+    // it back there.
+    let mut b = Gateway::start(&poisoned, &state);
+    let reply = b.call("cards/echo", json!({"message": "second"}));
+    let text = common::gateway::text_of(&reply);
+    assert!(is_error(&reply), "{reply}");
+    assert!(
+        text.contains("`cards/echo` is quarantined: its description or schema changed"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "capstore approve --state {url} --namespace {ns} cards/echo"
+        )),
+        "the hint names the shared state: {text}"
+    );
+    // Its other tools, unchanged, run.
+    let reply = b.call("cards/fail", json!({}));
+    assert!(
+        common::gateway::text_of(&reply).contains("MCP server `cards` reported an error"),
+        "{reply}"
+    );
+
+    // A's server pulls the rug too (`mutate`): A holds `echo` as well.
+    let reply = a.call("cards/mutate", json!({}));
+    assert!(!is_error(&reply), "{reply}");
+    call_until(
+        &mut a,
+        "cards/echo",
+        json!({"message": "third"}),
+        "A holds the changed echo",
+        |reply| common::gateway::text_of(reply).contains("is quarantined"),
+    );
+
+    // No trust file: the state is PostgreSQL's.
+    for config in [&honest, &poisoned] {
+        let trust_file = capstore::mcp::live::quarantine_path(config);
+        assert!(!trust_file.exists(), "{} was written", trust_file.display());
+    }
+
+    // `capstore approve --state` lists it, then approves it: once, for every gateway.
+    let listed = capstore(&["approve", "--state", &url, "--namespace", &ns]);
+    let out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(
+        out.contains("cards/echo") && out.contains("definition changed since approved"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1, "only echo is held: {out}");
+    let approved = capstore(&["approve", "cards/echo", "--state", &url, "--namespace", &ns]);
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    assert!(String::from_utf8_lossy(&approved.stdout).contains("approved cards/echo"));
+
+    // B runs it now, and so does A.
+    let ran = |reply: &serde_json::Value| !is_error(reply);
+    let reply = call_until(
+        &mut b,
+        "cards/echo",
+        json!({"message": "approved on B"}),
+        "B runs the approved echo",
+        ran,
+    );
+    assert!(
+        common::gateway::text_of(&reply).contains("approved on B"),
+        "{reply}"
+    );
+    let reply = call_until(
+        &mut a,
+        "cards/echo",
+        json!({"message": "approved on A"}),
+        "A runs the approved echo",
+        ran,
+    );
+    assert!(
+        common::gateway::text_of(&reply).contains("approved on A"),
+        "{reply}"
+    );
+
+    // Nothing is pending any more, and approving again says so.
+    let listed = capstore(&["approve", "--state", &url, "--namespace", &ns]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("nothing is quarantined"));
+    let again = capstore(&["approve", "cards/echo", "--state", &url, "--namespace", &ns]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("`cards/echo` is not quarantined"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +236,7 @@ async fn a_gateway_process_shares_its_catalog_and_audit_through_postgres() {
     let started = Instant::now();
     loop {
         if gateway
-            .search("rotate the deployment signing keys")
+            .search_names("rotate the deployment signing keys", 5)
             .iter()
             .any(|n| n == "team/rotate_keys")
         {
@@ -182,10 +250,7 @@ async fn a_gateway_process_shares_its_catalog_and_audit_through_postgres() {
     }
 
     // A call through the gateway is audited in PostgreSQL.
-    let reply = gateway.request(
-        "tools/call",
-        json!({"name": "call_tool", "arguments": {"name": "f/echo", "arguments": {"message": "hi"}}}),
-    );
+    let reply = gateway.call("f/echo", json!({"message": "hi"}));
     assert_ne!(reply["result"]["isError"], true, "{reply}");
     let started = Instant::now();
     loop {

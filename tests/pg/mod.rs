@@ -76,10 +76,12 @@ pub async fn log_model(url: &str, namespace: &str) -> Value {
         )
         .await
         .expect("read the log");
-    let mut model: BTreeMap<String, BTreeMap<String, Value>> = ["tools", "skills", "hooks"]
-        .into_iter()
-        .map(|t| (t.to_string(), BTreeMap::new()))
-        .collect();
+    // The quarantine's trust state travels in the same log; it is folded too, not compared.
+    let mut model: BTreeMap<String, BTreeMap<String, Value>> =
+        ["tools", "skills", "hooks", "trust"]
+            .into_iter()
+            .map(|t| (t.to_string(), BTreeMap::new()))
+            .collect();
     for row in rows {
         let entry: Value = serde_json::from_str(&row.get::<_, String>(0)).expect("json");
         for change in entry["changes"].as_array().expect("changes") {

@@ -1,0 +1,174 @@
+//! A `capstore serve` process spoken to in JSON-RPC lines over stdio, as an MCP client does:
+//! started, initialized, asked, and killed when dropped. Its stderr is kept for messages.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How long one request may wait for its answer.
+const ANSWER_WITHIN: Duration = Duration::from_secs(60);
+
+/// A running `capstore serve --mcp-config CONFIG EXTRA...`.
+pub struct GatewayProcess {
+    child: Child,
+    stdin: ChildStdin,
+    /// Each stdout line: a JSON-RPC message, or the line that was not one.
+    lines: mpsc::Receiver<Result<Value, String>>,
+    next_id: i64,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl GatewayProcess {
+    /// Starts the gateway in the crate's directory and completes the MCP handshake.
+    pub fn start(config: &Path, extra: &[&str]) -> GatewayProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
+            .arg("serve")
+            .arg("--mcp-config")
+            .arg(config)
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("capstore serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr_pipe = child.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let message = serde_json::from_str(&line).map_err(|_| line);
+                if tx.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        let mut gateway = GatewayProcess {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            stderr,
+        };
+        let init = gateway.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "capstore-tests", "version": "1"}}),
+        );
+        assert_eq!(
+            init["result"]["serverInfo"]["name"],
+            "capstore",
+            "{init}\n{}",
+            gateway.stderr()
+        );
+        gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        gateway
+    }
+
+    /// What the gateway wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Writes one message.
+    pub fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Sends a request with the next id and returns its answer (messages in between, such as
+    /// notifications, are passed over).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = match self.lines.recv_timeout(ANSWER_WITHIN) {
+                Ok(Ok(message)) => message,
+                Ok(Err(line)) => panic!("stdout holds only JSON-RPC: {line:?}"),
+                Err(e) => panic!(
+                    "no answer to {method} within {ANSWER_WITHIN:?} ({e}); stderr:\n{}",
+                    self.stderr()
+                ),
+            };
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// `search_tools` for `query`: the answer's structured content.
+    pub fn search(&mut self, query: &str) -> Value {
+        let reply = self.request(
+            "tools/call",
+            json!({"name": "search_tools", "arguments": {"query": query}}),
+        );
+        reply["result"]["structuredContent"].clone()
+    }
+
+    /// The names `search_tools` finds for `query` (at most `limit`).
+    pub fn search_names(&mut self, query: &str, limit: u64) -> Vec<String> {
+        let reply = self.request(
+            "tools/call",
+            json!({"name": "search_tools", "arguments": {"query": query, "limit": limit}}),
+        );
+        reply["result"]["structuredContent"]["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Calls upstream `tool` through `call_tool` (search mode): the whole answer.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": "call_tool", "arguments": {"name": tool, "arguments": arguments}}),
+        )
+    }
+}
+
+/// The text of a `tools/call` answer's content (or its JSON-RPC error's message).
+pub fn text_of(reply: &Value) -> String {
+    if let Some(message) = reply["error"]["message"].as_str() {
+        return message.to_string();
+    }
+    reply["result"]["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
