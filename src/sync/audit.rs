@@ -67,6 +67,14 @@ impl Drop for AuditLog {
 impl AuditLog {
     /// Connects (creating the tables if missing) and starts the writing task on the current
     /// Tokio runtime.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// use capstore::sync::{AuditLog, SyncOptions};
+    /// let url = "postgres://capstore@127.0.0.1:55432/postgres";
+    /// let audit = AuditLog::open(url, SyncOptions::default()).await?;
+    /// assert_eq!((audit.written(), audit.failed()), (0, 0));
+    /// # Ok(()) }
+    /// ```
     pub async fn open(url: &str, options: SyncOptions) -> Result<AuditLog, SyncError> {
         check_namespace(&options.namespace)?;
         let mut client = log::connect_spawned(url, &options).await?;
@@ -91,11 +99,27 @@ impl AuditLog {
     }
 
     /// Queues one event for the table.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let audit = capstore::sync::AuditLog::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// audit.write(&capstore::Event::CatalogChanged { version: 7, changes: 2 });
+    /// audit.flush().await;
+    /// # Ok(()) }
+    /// ```
     pub fn write(&self, event: &Event) {
         queue(&self.sender, &self.counters, event);
     }
 
     /// Queues every event `bus` emits from now on, until the subscription is dropped.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let audit = capstore::sync::AuditLog::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let bus = capstore::EventBus::new();
+    /// let recording = audit.record(&bus); // drop it to stop recording
+    /// bus.emit(&capstore::Event::CatalogChanged { version: 1, changes: 1 });
+    /// # drop(recording);
+    /// # Ok(()) }
+    /// ```
     pub fn record(&self, bus: &EventBus) -> EventSubscription {
         let sender = self.sender.clone();
         let counters = Arc::clone(&self.counters);
@@ -103,6 +127,14 @@ impl AuditLog {
     }
 
     /// Waits until every event queued before the call is written (or counted as failed).
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let audit = capstore::sync::AuditLog::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// audit.write(&capstore::Event::CatalogChanged { version: 1, changes: 1 });
+    /// audit.flush().await;
+    /// assert_eq!(audit.written() + audit.failed(), 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn flush(&self) {
         let (done, wait) = tokio::sync::oneshot::channel();
         if self.sender.send(Message::Flush(done)).is_ok() {
@@ -111,16 +143,39 @@ impl AuditLog {
     }
 
     /// How many events were written.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let audit = capstore::sync::AuditLog::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// println!("{} events audited", audit.written());
+    /// # Ok(()) }
+    /// ```
     pub fn written(&self) -> u64 {
         self.counters.written.load(Ordering::Relaxed)
     }
 
     /// How many events could not be written.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let audit = capstore::sync::AuditLog::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// if audit.failed() > 0 {
+    ///     eprintln!("{} events could not be audited", audit.failed());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn failed(&self) -> u64 {
         self.counters.failed.load(Ordering::Relaxed)
     }
 
     /// Every audited event with the replica that wrote it, oldest first.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// use capstore::sync::{AuditLog, SyncOptions};
+    /// let url = "postgres://capstore@127.0.0.1:55432/postgres";
+    /// for (replica, event) in AuditLog::read(url, &SyncOptions::default()).await? {
+    ///     println!("{replica}: {event:?}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn read(url: &str, options: &SyncOptions) -> Result<Vec<(String, Event)>, SyncError> {
         check_namespace(&options.namespace)?;
         let client = log::connect_spawned(url, options).await?;

@@ -119,6 +119,15 @@ impl Default for SyncOptions {
 impl SyncOptions {
     /// The same options with another namespace: 1 to 48 characters, lower-case ASCII letters,
     /// digits and `_`, starting with a letter (it is written into SQL as a schema name).
+    /// ```
+    /// use capstore::sync::{SyncError, SyncOptions};
+    /// assert_eq!(SyncOptions::default().with_namespace("team_b")?.namespace, "team_b");
+    /// assert!(matches!(
+    ///     SyncOptions::default().with_namespace("Team-B"),
+    ///     Err(SyncError::BadNamespace { .. })
+    /// ));
+    /// # Ok::<(), SyncError>(())
+    /// ```
     pub fn with_namespace(mut self, namespace: &str) -> Result<SyncOptions, SyncError> {
         check_namespace(namespace)?;
         self.namespace = namespace.to_string();
@@ -143,6 +152,13 @@ fn check_namespace(ns: &str) -> Result<(), SyncError> {
 
 /// What can go wrong replicating through PostgreSQL.
 #[derive(Debug, Clone, PartialEq)]
+/// ```
+/// use capstore::sync::SyncError;
+/// let e = SyncError::Conflict { expected: 4, actual: 6 };
+/// assert!(e.to_string().contains("expected the log at version 4, it is at 6"));
+/// let e = SyncError::Timeout { what: "reading the log".into(), after: std::time::Duration::from_secs(3) };
+/// assert!(e.to_string().starts_with("reading the log: no answer from PostgreSQL"));
+/// ```
 pub enum SyncError {
     /// PostgreSQL refused or failed an operation, or the connection broke.
     Postgres {

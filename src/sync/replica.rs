@@ -47,6 +47,11 @@ pub struct SyncStatus {
 impl SyncStatus {
     /// Whether the replica may be behind the log: it is not connected, or it knows of entries
     /// it has not applied yet.
+    /// ```
+    /// let cut_off = capstore::sync::SyncStatus { version: 5, latest_known: 5, connected: false,
+    ///     refused: 0, last_error: Some("reading the log: no answer".into()) };
+    /// assert!(cut_off.is_behind()); // it cannot know what it missed
+    /// ```
     pub fn is_behind(&self) -> bool {
         !self.connected || self.version < self.latest_known
     }
@@ -116,12 +121,31 @@ impl Replica {
     /// Opens a replica with a new store of the built-in tables: creates the log's tables if
     /// missing, loads the snapshot and the log after it, then follows. Returns once the store
     /// holds the log's latest version (as of the last read), or the first error.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// use capstore::sync::{Replica, SyncOptions};
+    /// let url = "postgres://capstore@127.0.0.1:55432/postgres";
+    /// let replica = Replica::open(url, SyncOptions::default()).await?;
+    /// println!("at log version {}", replica.version());
+    /// # Ok(()) }
+    /// ```
     pub async fn open(url: &str, options: SyncOptions) -> Result<Replica, SyncError> {
         Replica::open_with(Store::builder(), url, options).await
     }
 
     /// [`open`](Self::open) with a store from `builder` (your own tables beside the built-in
     /// ones; they stay local). The builder must start from [`Store::builder`].
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// use capstore::store::TableSchema;
+    /// use capstore::sync::{Replica, SyncOptions};
+    /// let mut builder = capstore::Store::builder();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &String| n.clone())).expect("a new table");
+    /// let url = "postgres://capstore@127.0.0.1:55432/postgres";
+    /// let replica = Replica::open_with(builder, url, SyncOptions::default()).await?;
+    /// replica.store().write(|tx| tx.upsert(&notes, "local only".to_string()))?;
+    /// # Ok(()) }
+    /// ```
     pub async fn open_with(
         mut builder: StoreBuilder,
         url: &str,
@@ -153,11 +177,24 @@ impl Replica {
 
     /// The replica's store: read it as any store. Write its shared tables only through
     /// [`write`](Self::write); its other tables (handlers, your own) are local.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let tools = replica.store().snapshot().count(&capstore::TOOLS)?;
+    /// # Ok(()) }
+    /// ```
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
 
     /// The latest snapshot of the store (as [`Store::snapshot`]).
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let snap = replica.snapshot();
+    /// let found = snap.contains(&capstore::TOOLS, "fs/read_file")?;
+    /// # Ok(()) }
+    /// ```
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.inner.store.snapshot()
     }
@@ -175,17 +212,39 @@ impl Replica {
     }
 
     /// The log version the store holds now.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// println!("holding log version {}", replica.version());
+    /// # Ok(()) }
+    /// ```
     pub fn version(&self) -> u64 {
         self.version_of(&self.inner.store.snapshot())
     }
 
     /// The log version a snapshot of this replica's store holds: every replica's snapshot at
     /// the same log version has the same shared tables.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let snap = replica.snapshot(); // read from it as long as you like
+    /// let version = replica.version_of(&snap); // the same tables on every replica at this version
+    /// # Ok(()) }
+    /// ```
     pub fn version_of(&self, snapshot: &Snapshot) -> u64 {
         wire::position(snapshot, &self.inner.tables.position).version
     }
 
     /// Where the replica stands: its version, the latest it knows of, whether it is connected.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let status = replica.status();
+    /// if status.is_behind() {
+    ///     eprintln!("serving version {}; last error: {:?}", status.version, status.last_error);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn status(&self) -> SyncStatus {
         let pos = wire::position(&self.inner.store.snapshot(), &self.inner.tables.position);
         let follow = self.inner.follow.lock();
@@ -206,12 +265,37 @@ impl Replica {
     /// The batch is first checked against the local store (and nothing is sent if it fails).
     /// A failure after the commit was sent (a broken connection, a timeout) leaves it unknown
     /// whether the write happened: read the log (or write with an expected version) to know.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// use capstore::{Tool, TOOLS};
+    /// let mut batch = capstore::sync::Batch::new();
+    /// batch.put(&TOOLS, Tool::new("read_file", "Read a file").with_source("fs"))?;
+    /// let version = replica.write(batch).await?;
+    /// let snap = replica.wait_for(version, std::time::Duration::from_secs(5)).await?;
+    /// assert!(snap.contains(&TOOLS, "fs/read_file")?);
+    /// # Ok(()) }
+    /// ```
     pub async fn write(&self, batch: Batch) -> Result<u64, SyncError> {
         self.write_inner(batch, None).await
     }
 
     /// [`write`](Self::write), only if the log is at version `expected` (the version the
     /// caller's decision was based on); otherwise [`SyncError::Conflict`] and nothing written.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// use capstore::sync::{Batch, SyncError};
+    /// let seen = replica.version();
+    /// let mut batch = Batch::new();
+    /// batch.delete(&capstore::TOOLS, "fs/old_tool");
+    /// match replica.write_expecting(seen, batch).await {
+    ///     Ok(version) => println!("deleted as version {version}"),
+    ///     Err(SyncError::Conflict { actual, .. }) => println!("the log moved to {actual}: look again"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn write_expecting(&self, expected: u64, batch: Batch) -> Result<u64, SyncError> {
         self.write_inner(batch, Some(expected)).await
     }
@@ -270,6 +354,14 @@ impl Replica {
     /// Each change is copied on the committing thread, in version order, into `other` (one
     /// transaction per commit): `other` must not be written while a transaction on it is held
     /// by the thread that drives this replica.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let gateway_store = capstore::Store::new(); // also holds this process's own tools
+    /// let mirroring = replica.mirror_into(&gateway_store)?; // keep it while mirroring
+    /// # drop(mirroring);
+    /// # Ok(()) }
+    /// ```
     pub fn mirror_into(&self, other: &Store) -> Result<Subscription, SyncError> {
         let target = other.clone();
         // Subscribe first, under the writer lock of the replica's store, so that no commit
@@ -288,6 +380,13 @@ impl Replica {
 
     /// Waits until the store holds log version `version` (or later) and returns that snapshot;
     /// [`SyncError::Timeout`] if it does not within `timeout`.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// let snap = replica.wait_for(42, std::time::Duration::from_secs(5)).await?;
+    /// assert!(replica.version_of(&snap) >= 42);
+    /// # Ok(()) }
+    /// ```
     pub async fn wait_for(
         &self,
         version: u64,

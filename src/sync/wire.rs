@@ -34,12 +34,32 @@ use super::SyncError;
 /// Implemented for [`Tool`], [`Skill`] and [`Hook`] (the tables `tools`, `skills`, `hooks`).
 /// Handlers (`handlers`, `hook_handlers`) and embeddings (`vectors`) stay local: a replica runs
 /// what it can run and embeds with its own model.
+/// ```
+/// use capstore::sync::Shared;
+/// use capstore::{Skill, Tool};
+/// assert_eq!(<Tool as Shared>::TABLE, "tools");
+/// assert_eq!(Tool::new("read", "Read").with_source("fs").key(), "fs/read");
+/// assert_eq!(Skill::new("files", "Work with files").key(), "files");
+/// ```
 pub trait Shared: Record + Serialize + DeserializeOwned {
     /// The table's name, as the log names it.
+    /// ```
+    /// assert_eq!(<capstore::Hook as capstore::sync::Shared>::TABLE, "hooks");
+    /// ```
     const TABLE: &'static str;
     /// The built-in table's handle.
+    /// ```
+    /// use capstore::sync::Shared;
+    /// let table = <capstore::Tool as Shared>::table();
+    /// assert_eq!(capstore::Store::new().snapshot().count(&table)?, 0);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
     fn table() -> Table<Self>;
     /// The record's primary key in that table.
+    /// ```
+    /// use capstore::sync::Shared;
+    /// assert_eq!(capstore::Tool::new("get", "Get").with_source("web").key(), "web/get");
+    /// ```
     fn key(&self) -> String;
 }
 
@@ -162,12 +182,24 @@ pub struct Batch {
 
 impl Batch {
     /// An empty batch.
+    /// ```
+    /// assert!(capstore::sync::Batch::new().is_empty());
+    /// ```
     pub fn new() -> Batch {
         Batch::default()
     }
 
     /// Inserts `record`, or replaces the one under its key. Fails only if the record cannot be
     /// written as JSON.
+    /// ```
+    /// use capstore::{Tool, TOOLS};
+    /// let mut batch = capstore::sync::Batch::new();
+    /// batch
+    ///     .put(&TOOLS, Tool::new("a", "A").with_source("s"))?
+    ///     .put(&TOOLS, Tool::new("b", "B").with_source("s"))?;
+    /// assert_eq!(batch.len(), 2);
+    /// # Ok::<(), capstore::sync::SyncError>(())
+    /// ```
     pub fn put<R: Shared>(&mut self, _table: &Table<R>, record: R) -> Result<&mut Self, SyncError> {
         let after = serde_json::to_value(&record).map_err(|e| SyncError::Encode {
             table: R::TABLE.to_string(),
@@ -183,6 +215,11 @@ impl Batch {
     }
 
     /// Deletes the record under `key`, if there is one when the batch is applied.
+    /// ```
+    /// let mut batch = capstore::sync::Batch::new();
+    /// batch.delete(&capstore::SKILLS, "files").delete(&capstore::TOOLS, "fs/read");
+    /// assert_eq!(batch.len(), 2);
+    /// ```
     pub fn delete<R: Shared>(&mut self, _table: &Table<R>, key: &str) -> &mut Self {
         self.changes.push(WireChange {
             table: R::TABLE.to_string(),
@@ -193,11 +230,22 @@ impl Batch {
     }
 
     /// How many writes the batch holds.
+    /// ```
+    /// let mut batch = capstore::sync::Batch::new();
+    /// batch.delete(&capstore::HOOKS, "audit");
+    /// assert_eq!(batch.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.changes.len()
     }
 
     /// Whether the batch holds no write.
+    /// ```
+    /// let mut batch = capstore::sync::Batch::new();
+    /// assert!(batch.is_empty());
+    /// batch.delete(&capstore::TOOLS, "fs/read");
+    /// assert!(!batch.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
     }
