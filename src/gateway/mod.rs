@@ -24,7 +24,9 @@
 //! when first seen; a definition that changes later is quarantined, not offered and not
 //! callable, until approved (`capstore approve TOOL --mcp-config FILE`, or
 //! [`Quarantine::approve`]). New tools of a known server can be held the same way. The state
-//! lives in a small file beside the configuration ([`quarantine_path`]). The quarantine is the
+//! lives in a small file beside the configuration ([`quarantine_path`]), or, for gateways that
+//! share a catalog (`capstore serve --state`, feature `postgres`), in PostgreSQL beside it
+//! (`capstore::sync::Replica::quarantine`): one approval, every gateway. The quarantine is the
 //! live hub's ([`LiveOptions::quarantine`](crate::mcp::live::LiveOptions::quarantine)): held
 //! tools never reach the store, so every user of the hub honours it; a gateway that
 //! [`follow`](Gateway::follow)s the hub answers calls to them with why, and imports an approval

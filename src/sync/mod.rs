@@ -7,6 +7,10 @@
 //! therefore means the same shared tables on every replica ([`Replica::version_of`] reads it from
 //! any snapshot). Handlers and embeddings stay local: a replica runs what it can run.
 //!
+//! The quarantine's trust state travels in the same log (with feature `mcp-live`:
+//! `Replica::quarantine`, `shared_quarantine`): a tool approved on one replica is trusted on
+//! every replica, and two replicas that see a new server at once agree on its first definitions.
+//!
 //! ```text
 //!  replica A: write(batch) ──► BEGIN; SELECT head FOR UPDATE; [expected = head?]; INSERT log;
 //!                               UPDATE head; NOTIFY; COMMIT  ──► acknowledged (the version)
