@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use capstore::TOOLS;
 use capstore::sync::{Batch, Replica, SyncError};
-use capstore::{TOOLS, Tool};
 
 fn server(action: &str) {
     let dir = std::env::var("CAPSTORE_TEST_PG_DIR").expect(
@@ -25,23 +25,7 @@ fn server(action: &str) {
 }
 
 fn put(name: &str) -> Batch {
-    let mut batch = Batch::new();
-    batch
-        .put(&TOOLS, Tool::new(name, "x").with_source("fs"))
-        .expect("encodes");
-    batch
-}
-
-/// Polls `cond` every 20 ms for at most `limit`.
-async fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cond()
+    pg::put_tool(name, "fs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,7 +52,7 @@ async fn replicas_serve_reads_through_a_server_restart_and_catch_up_exactly_once
     server("stop");
     // Reads go on from the last version; the replicas notice they are cut off.
     assert!(
-        within(Duration::from_secs(10), || !b.status().connected
+        pg::within(Duration::from_secs(10), || !b.status().connected
             && !a.status().connected)
         .await,
         "the replicas did not notice the server stopped: {:?}",
@@ -89,7 +73,7 @@ async fn replicas_serve_reads_through_a_server_restart_and_catch_up_exactly_once
 
     server("start");
     assert!(
-        within(Duration::from_secs(15), || b.status().connected
+        pg::within(Duration::from_secs(15), || b.status().connected
             && a.status().connected)
         .await,
         "the replicas did not reconnect: {:?}",

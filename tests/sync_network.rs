@@ -90,23 +90,7 @@ fn server_addr(url: &str) -> SocketAddr {
 }
 
 fn put(name: &str) -> Batch {
-    let mut batch = Batch::new();
-    batch
-        .put(&TOOLS, Tool::new(name, "x").with_source("net"))
-        .expect("encodes");
-    batch
-}
-
-/// Polls `cond` every 20 ms for at most `limit`.
-async fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cond()
+    pg::put_tool(name, "net")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,7 +133,7 @@ async fn a_replica_cut_off_serves_its_last_version_and_catches_up_exactly_once()
     let noticed_within = options.poll_interval + options.query_timeout + Duration::from_secs(3);
     let started = Instant::now();
     assert!(
-        within(noticed_within, || !b.status().connected).await,
+        pg::within(noticed_within, || !b.status().connected).await,
         "B did not notice the cut within {noticed_within:?}: {:?}",
         b.status()
     );
@@ -194,7 +178,7 @@ async fn a_replica_cut_off_serves_its_last_version_and_catches_up_exactly_once()
     assert!(!on_b.contains(&TOOLS, "net/lost")?);
     assert!(!on_a.contains(&TOOLS, "net/lost")?);
     assert!(
-        within(pg::SEE, || {
+        pg::within(pg::SEE, || {
             let s = b.status();
             s.connected && !s.is_behind() && s.last_error.is_none()
         })

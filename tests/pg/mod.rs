@@ -4,10 +4,10 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use capstore::sync::SyncOptions;
-use capstore::{HOOKS, SKILLS, Snapshot, TOOLS};
+use capstore::sync::{Batch, SyncOptions};
+use capstore::{HOOKS, SKILLS, Snapshot, TOOLS, Tool};
 use serde_json::{Value, json};
 
 /// The server's URL, from `CAPSTORE_TEST_PG`.
@@ -56,6 +56,27 @@ pub fn tables(snap: &Snapshot) -> Value {
         .map(|(k, h)| json!([&**k, h]))
         .collect();
     json!({ "tools": tools, "skills": skills, "hooks": hooks })
+}
+
+/// A batch that writes one tool, `name` of `source`.
+pub fn put_tool(name: &str, source: &str) -> Batch {
+    let mut batch = Batch::new();
+    batch
+        .put(&TOOLS, Tool::new(name, "x").with_source(source))
+        .expect("encodes");
+    batch
+}
+
+/// Polls `cond` every 20 ms for at most `limit`; whether it came true.
+pub async fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cond()
 }
 
 /// The timeout for a replica to see a write: generous for a loaded CI machine.
