@@ -74,6 +74,7 @@
 
 mod admin;
 mod guard;
+mod http;
 mod server;
 
 /// The quarantine is the live hub's ([`crate::mcp::live`]); re-exported where it started.
@@ -82,4 +83,5 @@ pub use crate::mcp::live::{
     quarantine_path,
 };
 pub use guard::{HttpGuard, Refusal};
-pub use server::{Gateway, GatewayError, GatewayOptions, HttpGateway, MAX_QUERY_CHARS, Mode};
+pub use http::HttpGateway;
+pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode};

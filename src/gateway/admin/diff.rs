@@ -2,7 +2,7 @@
 //! on the left with what was removed marked, the new text on the right with what was added
 //! marked. Descriptions are compared word by word, schemas line by line (pretty-printed).
 
-use super::render::esc;
+use super::escape::esc;
 
 /// One side's pieces: the text and whether it differs from the other side.
 type Side = Vec<(String, bool)>;

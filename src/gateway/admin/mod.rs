@@ -43,6 +43,7 @@
 mod archive;
 mod calls;
 mod diff;
+mod escape;
 mod guard;
 mod render;
 

@@ -15,22 +15,7 @@ use crate::mcp::live::{QuarantineReason, ServerState, ServerStatus};
 use super::archive::{Definition, Held};
 use super::calls::Call;
 use super::diff::side_by_side;
-
-/// Text as HTML text or a quoted attribute's value.
-pub(super) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use super::escape::esc;
 
 /// `HH:MM:SS UTC`.
 fn clock(at: SystemTime) -> String {
