@@ -5,8 +5,7 @@
 mod pg;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use capstore::TOOLS;
@@ -35,13 +34,7 @@ async fn replicas_serve_reads_through_a_server_restart_and_catch_up_exactly_once
     let a = Replica::open(&url, options.clone()).await?;
     let b = Replica::open(&url, options.clone()).await?;
     // Count B's local commits: one per log entry, never two.
-    let commits = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&commits);
-    b.store()
-        .subscribe(move |_| {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })
-        .detach();
+    let commits = pg::count_commits(b.store());
 
     for i in 1..=5 {
         a.write(put(&format!("before{i}"))).await?;

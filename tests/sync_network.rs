@@ -10,8 +10,7 @@
 mod pg;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use capstore::sync::{Batch, Replica, SyncError};
@@ -105,13 +104,7 @@ async fn a_replica_cut_off_serves_its_last_version_and_catches_up_exactly_once()
     let a = Replica::open(&url, options.clone()).await?;
     let b = Replica::open(&via_proxy, options.clone()).await?;
     // Count B's local commits: one per log entry, never two.
-    let commits = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&commits);
-    b.store()
-        .subscribe(move |_| {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })
-        .detach();
+    let commits = pg::count_commits(b.store());
     for i in 1..=5 {
         a.write(put(&format!("before{i}"))).await?;
     }

@@ -3,7 +3,8 @@
 
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use capstore::sync::{Batch, SyncOptions};
@@ -56,6 +57,18 @@ pub fn tables(snap: &Snapshot) -> Value {
         .map(|(k, h)| json!([&**k, h]))
         .collect();
     json!({ "tools": tools, "skills": skills, "hooks": hooks })
+}
+
+/// A counter of `store`'s commits from now on (`Ordering::SeqCst`).
+pub fn count_commits(store: &capstore::Store) -> Arc<AtomicU64> {
+    let commits = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&commits);
+    store
+        .subscribe(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .detach();
+    commits
 }
 
 /// A batch that writes one tool, `name` of `source`.
