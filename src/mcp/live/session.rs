@@ -217,10 +217,7 @@ impl Session {
         let mut peer = self.peer.write();
         if peer.as_ref().is_some_and(|peer| peer.is_transport_closed()) {
             *peer = None;
-            let reason = match self.stderr.quote() {
-                Some(tail) => format!("{}; its stderr ends with: {tail}", reason()),
-                None => reason(),
-            };
+            let reason = self.stderr.annotate(reason());
             self.update(|s| {
                 s.state = ServerState::Reconnecting;
                 s.last_error = Some(reason);
@@ -437,10 +434,7 @@ impl Task {
                         End::Shutdown => break,
                         End::Closed(reason) => {
                             self.session.stderr.settle(STDERR_SETTLE).await;
-                            let reason = match self.session.stderr.quote() {
-                                Some(tail) => format!("{reason}; its stderr ends with: {tail}"),
-                                None => reason,
-                            };
+                            let reason = self.session.stderr.annotate(reason);
                             self.session.update(|s| {
                                 s.state = ServerState::Reconnecting;
                                 s.last_error = Some(reason.clone());

@@ -85,6 +85,15 @@ impl StderrTail {
         (!quoted.is_empty()).then(|| quoted.join(" | "))
     }
 
+    /// `reason`, followed by the quoted tail when the server wrote anything (the same words
+    /// as a [`LiveError`](super::LiveError)'s stderr).
+    pub(crate) fn annotate(&self, reason: String) -> String {
+        match self.quote() {
+            Some(tail) => format!("{reason}; its stderr ends with: {tail}"),
+            None => reason,
+        }
+    }
+
     /// Every kept line, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
         self.lines.lock().iter().cloned().collect()
