@@ -423,11 +423,22 @@ impl Quarantine {
     /// assert!(q.verify().is_ok()); // no file yet: nothing wrong
     /// ```
     pub fn verify(&self) -> Result<(), QuarantineError> {
+        self.read(Some(&[]), |_| ())
+    }
+
+    /// `f` of the state as it is now, read without changing it: the trust file, or this
+    /// process's copy of the shared state (made current for `servers`, every server when
+    /// `None`).
+    fn read<T>(
+        &self,
+        servers: Option<&[String]>,
+        f: impl FnOnce(&TrustState) -> T,
+    ) -> Result<T, QuarantineError> {
         match &self.backend {
-            Backend::File { .. } => self.with_file(|_| ((), false)),
+            Backend::File { .. } => self.with_file(|state| (f(state), false)),
             Backend::Shared(shared) => shared
-                .local(Some(&[]))
-                .map(|_| ())
+                .local(servers)
+                .map(|state| f(&state))
                 .map_err(|e| self.fail(e)),
         }
     }
@@ -647,8 +658,8 @@ impl Quarantine {
 
     /// Trusts the pending fingerprint of `key`, if it is `only` (when given).
     fn approve_only(&self, key: &str, only: Option<String>) -> Result<bool, QuarantineError> {
-        let server = key.split('/').next().unwrap_or(key).to_string();
-        let name = bare_name(key).to_string();
+        let (server, name) = split_key(key);
+        let (server, name) = (server.to_string(), name.to_string());
         match self.edit(&TrustEdit::Approve { server, name, only })? {
             EditOutcome::Approved(approved) => Ok(approved),
             EditOutcome::Verdicts(_) => {
@@ -672,21 +683,14 @@ impl Quarantine {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn record(&self, key: &str) -> Result<Option<ToolRecord>, QuarantineError> {
-        let (server, name) = (key.split('/').next().unwrap_or(key), bare_name(key));
-        let find = |state: &TrustState| {
+        let (server, name) = split_key(key);
+        self.read(Some(&[server.to_string()]), |state| {
             state
                 .servers
                 .get(server)
                 .and_then(|tools| tools.get(name))
                 .cloned()
-        };
-        match &self.backend {
-            Backend::File { .. } => self.with_file(|state| (find(state), false)),
-            Backend::Shared(shared) => shared
-                .local(Some(&[server.to_string()]))
-                .map(|state| find(&state))
-                .map_err(|e| self.fail(e)),
-        }
+        })
     }
 
     /// The tools held back now, as `(server/name, reason)`, sorted.
@@ -713,14 +717,13 @@ impl Quarantine {
                 })
                 .collect()
         };
-        match &self.backend {
-            Backend::File { .. } => self.with_file(|state| (list(state), false)),
-            Backend::Shared(shared) => shared
-                .local(None)
-                .map(|state| list(&state))
-                .map_err(|e| self.fail(e)),
-        }
+        self.read(None, list)
     }
+}
+
+/// `server/name` as `(server, name)`.
+fn split_key(key: &str) -> (&str, &str) {
+    (key.split('/').next().unwrap_or(key), bare_name(key))
 }
 
 /// A file's modification time, to notice another process's approval.
@@ -730,7 +733,7 @@ fn modified(path: &Path) -> Option<SystemTime> {
 
 /// Writes `bytes` to `path` as a file only its owner may read and write (`0600`, whatever the
 /// umask), whole: written beside it and renamed into place, so a reader never sees half a file.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let partial = path.with_extension("json.partial");
     // A partial file left by a crash (or planted) is not reused with its permissions.
     match std::fs::remove_file(&partial) {
