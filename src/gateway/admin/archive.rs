@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::store::Snapshot;
 use crate::{TOOLS, Tool};
 
-use crate::mcp::live::fingerprint;
+use crate::mcp::live::{fingerprint, write_private};
 
 /// Distinct definitions kept per tool: the approved one and a few changes after it.
 const KEEP: usize = 4;
@@ -163,7 +163,7 @@ impl Archive {
     fn write(&self, inner: &mut Inner) {
         inner.error = serde_json::to_string_pretty(&inner.state)
             .map_err(|e| e.to_string())
-            .and_then(|text| write_private(&self.path, &text).map_err(|e| e.to_string()))
+            .and_then(|text| write_private(&self.path, text.as_bytes()).map_err(|e| e.to_string()))
             .err()
             .map(|e| format!("cannot write {}: {e}", self.path.display()));
     }
@@ -185,20 +185,6 @@ fn remember(state: &mut State, key: &str, tool: &Tool, print: String) -> bool {
         first_seen: now(),
     });
     true
-}
-
-/// Written whole under another name and renamed into place, readable by its owner only.
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let partial = path.with_extension("json.partial");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&partial)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(&partial, path)
 }
 
 #[cfg(test)]

@@ -81,4 +81,7 @@ pub use quarantine::{
 // For the shared trust state (`capstore::sync`), which keeps the same records in PostgreSQL.
 #[cfg(feature = "postgres")]
 pub(crate) use quarantine::{EditOutcome, TrustBackend, TrustEdit, TrustState};
+// For the page's record of definitions (`gateway::admin`), written as the trust file is.
+#[cfg(feature = "gateway")]
+pub(crate) use quarantine::write_private;
 pub use status::{LiveEvent, LiveOptions, ServerState, ServerStatus};
