@@ -280,48 +280,28 @@ pub(crate) fn position(snap: &Snapshot, table: &Table<LogPosition>) -> LogPositi
         })
 }
 
-fn apply_one<R: Shared>(tx: &mut WriteTxn, change: &WireChange) -> Result<(), SyncError> {
-    let table = R::table();
-    match &change.after {
-        Some(value) => {
-            let record: R = R::deserialize(value).map_err(|e| SyncError::Decode {
-                what: format!("{} record {:?}", R::TABLE, change.key),
-                reason: e.to_string(),
-            })?;
-            if record.key() != change.key {
-                return Err(SyncError::Decode {
-                    what: format!("{} record {:?}", R::TABLE, change.key),
-                    reason: format!("the record's key is {:?}", record.key()),
-                });
-            }
-            tx.upsert(&table, record)?;
-        }
-        None => match tx.delete(&table, &change.key) {
-            Ok(_) | Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        },
-    }
-    Ok(())
-}
-
-fn apply_trust(
+/// Applies one change to `table` (named `name` in the log): the record after it upserted (its
+/// key checked against the change's), or the key deleted (already gone is fine).
+fn apply_record<R: Record + DeserializeOwned>(
     tx: &mut WriteTxn,
-    table: &Table<TrustRow>,
+    table: &Table<R>,
+    name: &str,
+    key: impl Fn(&R) -> String,
     change: &WireChange,
 ) -> Result<(), SyncError> {
     match &change.after {
         Some(value) => {
-            let row = TrustRow::deserialize(value).map_err(|e| SyncError::Decode {
-                what: format!("trust record {:?}", change.key),
+            let record = R::deserialize(value).map_err(|e| SyncError::Decode {
+                what: format!("{name} record {:?}", change.key),
                 reason: e.to_string(),
             })?;
-            if row.key() != change.key {
+            if key(&record) != change.key {
                 return Err(SyncError::Decode {
-                    what: format!("trust record {:?}", change.key),
-                    reason: format!("the record's key is {:?}", row.key()),
+                    what: format!("{name} record {:?}", change.key),
+                    reason: format!("the record's key is {:?}", key(&record)),
                 });
             }
-            tx.upsert(table, row)?;
+            tx.upsert(table, record)?;
         }
         None => match tx.delete(table, &change.key) {
             Ok(_) | Err(StoreError::NotFound { .. }) => {}
@@ -329,6 +309,11 @@ fn apply_trust(
         },
     }
     Ok(())
+}
+
+/// [`apply_record`] for a shared table.
+fn apply_one<R: Shared>(tx: &mut WriteTxn, change: &WireChange) -> Result<(), SyncError> {
+    apply_record(tx, &R::table(), R::TABLE, Shared::key, change)
 }
 
 /// Applies one entry's changes to `tx`; on error the caller rolls them back.
@@ -342,7 +327,7 @@ pub(crate) fn apply_changes(
             Tool::TABLE => apply_one::<Tool>(tx, change)?,
             Skill::TABLE => apply_one::<Skill>(tx, change)?,
             Hook::TABLE => apply_one::<Hook>(tx, change)?,
-            TRUST_TABLE => apply_trust(tx, &tables.trust, change)?,
+            TRUST_TABLE => apply_record(tx, &tables.trust, TRUST_TABLE, TrustRow::key, change)?,
             other => {
                 return Err(SyncError::Decode {
                     what: format!("a change to {other:?}"),
