@@ -15,7 +15,6 @@ pub(crate) struct ServeArgs {
     sources: SourceArgs,
     options: GatewayOptions,
     http: Option<SocketAddr>,
-    config: std::path::PathBuf,
     /// `--state`: the PostgreSQL whose change log shares the catalog and the audit.
     state_url: Option<String>,
     sync_options: SyncOptions,
@@ -66,9 +65,9 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
             other => return Err(unknown("serve", other)),
         }
     }
-    let Some(config) = sources.mcp_config.clone() else {
+    if sources.mcp_config.is_none() {
         return Err("serve: give the servers to front with --mcp-config FILE".into());
-    };
+    }
     if let Some(addr) = http
         && !addr.ip().is_loopback()
     {
@@ -80,7 +79,6 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
         sources,
         options,
         http,
-        config,
         state_url,
         sync_options,
     })
@@ -95,7 +93,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         sources,
         mut options,
         http,
-        config,
         state_url,
         sync_options,
     } = parse(args)?;
@@ -112,7 +109,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             replica = Some(opened);
             Some(source::Prepared {
                 runtime,
-                quarantine: Some(quarantine),
+                quarantine,
                 approve_hint: format!(
                     "capstore approve --state {} --namespace {}",
                     state::shown_url(url),
@@ -122,14 +119,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
         None => None,
     };
-    options.approve_hint = match &prepared {
-        Some(prepared) => prepared.approve_hint.clone(),
-        None => format!("capstore approve --mcp-config {}", config.display()),
-    };
     let loaded = source::load_with(&sources, prepared)?;
     let Some(live) = &loaded.live else {
         return Err("serve: no live servers".into());
     };
+    options.approve_hint = live.approve_hint.clone();
     options.policy = loaded.policy.clone();
     // Kept alive while the gateway serves: the replica, its mirror and the audit.
     let shared = match (replica, &state_url) {

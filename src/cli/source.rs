@@ -30,6 +30,8 @@ pub(crate) struct Live {
     /// The trust state the hub checks tools against: the trust file, or the state shared
     /// through PostgreSQL with `serve --state` (`None` with `--no-quarantine`).
     pub(crate) quarantine: Option<Quarantine>,
+    /// How a person approves a held tool, for messages (`capstore approve ...`).
+    pub(crate) approve_hint: String,
 }
 
 impl Live {
@@ -56,8 +58,8 @@ impl Drop for Live {
 /// replica) run on, and the quarantine shared through PostgreSQL that replaces the trust file.
 pub(crate) struct Prepared {
     pub(crate) runtime: tokio::runtime::Runtime,
-    /// `None` with `--no-quarantine`.
-    pub(crate) quarantine: Option<Quarantine>,
+    /// The shared trust state (left unused with `--no-quarantine`).
+    pub(crate) quarantine: Quarantine,
     /// How a person approves a held tool, for messages (`capstore approve --state ...`).
     pub(crate) approve_hint: String,
 }
@@ -163,7 +165,7 @@ fn connect(
     let (runtime, quarantine, approve_hint) = match prepared {
         Some(prepared) => (
             prepared.runtime,
-            prepared.quarantine.filter(|_| !args.no_quarantine),
+            (!args.no_quarantine).then_some(prepared.quarantine),
             prepared.approve_hint,
         ),
         None => (
@@ -217,6 +219,7 @@ fn connect(
         runtime,
         hub,
         quarantine,
+        approve_hint,
     })
 }
 
