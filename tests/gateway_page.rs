@@ -169,16 +169,14 @@ struct Reply {
 /// A command with its output in files, killed if it runs past `limit`.
 fn run(command: &mut Command, dir: &Path, name: &str, limit: Duration) -> (bool, String) {
     let out = dir.join(format!("{name}.out"));
+    // One open file for both streams, so they share its position instead of overwriting
+    // each other from the start.
+    let file = std::fs::File::create(&out).expect("out");
     let mut child = command
         .current_dir(root())
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("out"))
-        .stderr(Stdio::from(
-            std::fs::File::create(&out)
-                .expect("out")
-                .try_clone()
-                .expect("dup"),
-        ))
+        .stdout(file.try_clone().expect("dup"))
+        .stderr(file)
         .spawn()
         .unwrap_or_else(|e| panic!("{name} starts: {e}"));
     let deadline = Instant::now() + limit;

@@ -141,10 +141,7 @@ fn post_status(port: u16, host: &str, origin: Option<&str>) -> String {
     let mut stream = loop {
         match TcpStream::connect(("127.0.0.1", port)) {
             Ok(stream) => break stream,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => panic!("the gateway does not accept connections: {e}"),
         }
     };
