@@ -23,6 +23,10 @@ install() {
   if pg_bin >/dev/null; then return 0; fi
   echo "postgres.sh: installing the Debian package postgresql" >&2
   export DEBIAN_FRONTEND=noninteractive
+  # Only the throwaway clusters this script makes: no default cluster that a machine with
+  # systemd would start, keep running after the tests and start again at boot.
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/capstore.conf
   apt-get update -qq >&2
   apt-get install -y -qq postgresql >&2
   pg_bin >/dev/null || { echo "postgres.sh: initdb still missing after install" >&2; exit 1; }

@@ -38,6 +38,12 @@ stamp="$deps/venv/.installed-$(echo "${PIP_PACKAGES[*]}" | sha256sum | cut -c1-1
 if [ ! -f "$stamp" ]; then
   echo "test-deps: installing ${PIP_PACKAGES[*]}" >&2
   rm -rf "$deps/venv"
+  # Debian's own python3 makes venvs only with its python3-venv package.
+  if ! python3 -c 'import ensurepip' 2>/dev/null; then
+    echo "test-deps: installing the Debian package python3-venv" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
+  fi
   python3 -m venv "$deps/venv"
   "$deps/venv/bin/pip" install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
   touch "$stamp"
