@@ -32,8 +32,9 @@
 //!
 //! # What it costs
 //! Nothing until the page is opened, besides recording definitions: each commit of the store
-//! fingerprints the upstream tools it changed (SHA-256, microseconds a tool) and writes the
-//! definitions not seen before to a file beside the trust file (`archive`), so that an
+//! fingerprints every upstream tool (SHA-256, microseconds a tool; commits come from imports,
+//! not from calls) and writes the definitions not seen before to a file beside the trust
+//! file (`archive`), so that an
 //! approved text can be shown after it changed (the trust file keeps fingerprints only, and
 //! a held definition never reaches the store). An open page costs one request a second: a
 //! few milliseconds of rendering; a held tool's diff is computed once per pair of definitions
