@@ -4,7 +4,8 @@
 
 use capstore::catalog::Catalog;
 use capstore::context::{
-    Channel, ContextBuilder, Conversation, PreviousTool, Selection, SelectionPolicy, Turn,
+    Channel, ContextBuilder, Conversation, HintPolicy, PreviousTool, Selection, SelectionPolicy,
+    Turn,
 };
 use capstore::{Snapshot, Store};
 
@@ -67,14 +68,17 @@ fn the_weather_after_a_trip_comes_from_the_message() {
     // like": the message names weather, not a time.)
     let selection = converse(&snap, &with, &messages);
     let keys: Vec<&str> = selection.keys().collect();
-    // The message's own best two (the default share) are weather tools; the history alone
-    // brings none.
+    // The message's own best (at least two, at most its share) are weather tools; the
+    // history alone brings none.
     let weather: Vec<&str> = keys
         .iter()
         .copied()
         .filter(|k| k.starts_with("weather/"))
         .collect();
-    assert_eq!(weather.len(), 2, "{keys:?}");
+    assert!(
+        (2..=policy.message.max_tools).contains(&weather.len()),
+        "{keys:?}"
+    );
     for key in &weather {
         assert_eq!(channel_of(&selection, key), Some(Channel::Message), "{key}");
     }
@@ -167,5 +171,49 @@ fn every_tool_says_which_channel_brought_it() {
     assert_eq!(
         Channel::Kept { idle_turns: 1 }.to_string(),
         "kept from the last turn"
+    );
+}
+
+/// An incident, then "tell #status we're recovering": no word of it is in the Slack tool's
+/// text ("Post a message to a Slack channel…"); its hints (`#status` a channel, "tell" send a
+/// message) are, and bring the tool in. Without hints, the history's monitoring and k8s tools
+/// keep it out.
+#[test]
+fn tell_a_channel_mid_incident_comes_from_the_hints() {
+    let (store, policy) = bundled();
+    let snap = store.snapshot();
+    let messages: [(&str, &[&str]); 8] = [
+        ("site's throwing 502s, is it just me?", &[]),
+        ("what alerts are firing", &["monitoring/list_alerts"]),
+        ("check the ingress-nginx pods", &["k8s/list_pods"]),
+        ("describe the web ingress", &["k8s/describe_resource"]),
+        ("logs from the web pods, last 15 min", &["k8s/get_logs"]),
+        ("bounce the web deployment", &["k8s/rollout_restart"]),
+        ("is the 5xx rate back down?", &["monitoring/query"]),
+        ("tell #status we're recovering", &[]),
+    ];
+    let with = ContextBuilder::with_policy(policy.clone()).expect("policy");
+    let selection = converse(&snap, &with, &messages);
+    assert_eq!(
+        channel_of(&selection, "slack/send_message"),
+        Some(Channel::Message),
+        "{:?}",
+        selection.keys().collect::<Vec<_>>()
+    );
+    // The hinted terms are in the turn's query, beside the message's own.
+    let query: Vec<&str> = selection.query.iter().map(|(t, _)| t).collect();
+    for term in ["channel", "send", "status"] {
+        assert!(query.contains(&term), "{term} in {query:?}");
+    }
+    let off = SelectionPolicy {
+        hints: HintPolicy::none(),
+        ..policy
+    };
+    let without = ContextBuilder::with_policy(off).expect("policy");
+    let selection = converse(&snap, &without, &messages);
+    assert!(
+        !selection.contains("slack/send_message"),
+        "{:?}",
+        selection.keys().collect::<Vec<_>>()
     );
 }

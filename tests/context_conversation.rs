@@ -315,13 +315,18 @@ proptest! {
             prop_assert_eq!(&s, &carrying.select(&snap, &turn).expect("select"));
             let own = alone.select(&snap, &turn).expect("select");
             // The tools the message names (each scores the same) enter whatever the history
-            // says: the message channel's share, within the turn's limit.
+            // says: the message channel's share, within the turn's limit and the list's.
             let named: std::collections::BTreeSet<String> =
                 topics.iter().map(|&t| key(TOPICS[t])).collect();
             let own_keys = keys(&own);
             let entered = named.iter().filter(|k| own_keys.contains(k)).count();
             let share = named.len().min(SelectionPolicy::default().message.max_tools);
-            prop_assert!(entered >= share.min(max_turn_tools), "{:?} of {:?}", own_keys, named);
+            prop_assert!(
+                entered >= share.min(max_turn_tools).min(max_tools),
+                "{:?} of {:?}",
+                own_keys,
+                named
+            );
             let list = keys(&s);
             for tool in own.keys() {
                 prop_assert!(list.iter().any(|k| k == tool), "{} missing from {:?}", tool, list);

@@ -128,11 +128,24 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         say!("{text}");
         return Ok(());
     }
-    print_table(&args.message, &loaded, &selection, took.as_secs_f64() * 1e6)
+    let hints = builder.policy().hints.hints(&args.message);
+    let hints: Vec<String> = hints
+        .iter()
+        .map(|h| format!("{} → {}", h.read, h.terms))
+        .collect();
+    print_table(
+        &args.message,
+        &hints,
+        &loaded,
+        &selection,
+        took.as_secs_f64() * 1e6,
+    )
 }
 
+/// `hints`: what the message's hints added to its query, as `read → terms`.
 fn print_table(
     message: &str,
+    hints: &[String],
     loaded: &Loaded,
     selection: &Selection,
     micros: f64,
@@ -145,6 +158,9 @@ fn print_table(
         .sum();
     let total = snap.count(&TOOLS).map_err(|e| e.to_string())?;
     say!("message: {message:?}");
+    if !hints.is_empty() {
+        say!("hints: {}", hints.join("; "));
+    }
     let sent_tokens: usize = selection
         .tools
         .iter()

@@ -224,7 +224,7 @@ impl ContextBuilder {
         let dense = match hybrid {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
-                let vector = query_vector(embedder, turn)?;
+                let vector = query_vector(embedder, turn, &p.hints)?;
                 let model = embedder.model_id();
                 Some(
                     self.nearest

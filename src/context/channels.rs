@@ -17,7 +17,7 @@ use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
-use super::query::weighted_terms;
+use super::query::{message_texts, weighted_terms};
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
 
@@ -50,7 +50,7 @@ impl ContextBuilder {
         if m.max_tools == 0 {
             return Ok(Vec::new());
         }
-        let query = weighted_terms(snapshot, &TOOLS, &[(turn.message.as_str(), 1.0)])?;
+        let query = weighted_terms(snapshot, &TOOLS, &message_texts(&turn.message, p))?;
         let terms: Vec<(&str, f32)> = query.iter().collect();
         let hybrid = match (p.retrieval, dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => Some((hybrid, dense)),

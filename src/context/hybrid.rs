@@ -8,6 +8,7 @@ use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
 
 use super::error::SelectError;
+use super::hints::HintPolicy;
 use super::policy::HybridPolicy;
 use super::turn::Turn;
 
@@ -26,7 +27,11 @@ pub(super) struct FusedHit<'a> {
 
 /// The turn's message vector: the turn's own, if the caller made it (checked for length), else
 /// `embedder`'s (checked by `check_shape`).
-pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f32>, SelectError> {
+pub(super) fn query_vector(
+    embedder: &dyn Embedder,
+    turn: &Turn,
+    hints: &HintPolicy,
+) -> Result<Vec<f32>, SelectError> {
     match &turn.query_vector {
         Some(vector) if vector.len() == embedder.dimensions() => Ok(vector.to_vec()),
         Some(vector) => Err(SelectError::Embed(embed::EmbedError::Shape {
@@ -34,7 +39,8 @@ pub(super) fn query_vector(embedder: &dyn Embedder, turn: &Turn) -> Result<Vec<f
             got: format!("{} numbers", vector.len()),
         })),
         None => {
-            let vectors = embedder.embed(&[turn.message.as_str()])?;
+            let text = hints.embedding_text(&turn.message);
+            let vectors = embedder.embed(&[text.as_ref()])?;
             embed::check_shape(embedder, 1, &vectors)?;
             Ok(vectors.into_iter().next().unwrap_or_default())
         }

@@ -4,7 +4,8 @@
 //! and was sent before) into a [`Selection`] over one [`Snapshot`](crate::Snapshot):
 //!
 //! 1. **Query**: the message, plus earlier user messages with a decaying weight, plus the names
-//!    of tools used recently.
+//!    of tools used recently; and what each message's [hints](HintPolicy) add (`#status` is a
+//!    channel, "text her" an SMS, "ack" acknowledge).
 //! 2. **Exact names** written in the message (`github/search`, `get_weather`, `` `fetch` ``)
 //!    are taken first.
 //! 3. **Skills** are searched by BM25; the best (above thresholds) bring their tools and their
@@ -125,7 +126,8 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
-//! | `message` | `max_tools` 2, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5 |
+//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5 |
+//! | `hints` | weight 1; shapes: channel, issue number, mention, email address, URL, file, phone number; [`HintPolicy::default_phrases`] |
 //! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word and a 0.03 cosine separation |
 
 mod budget;
@@ -135,6 +137,7 @@ mod carry;
 mod channels;
 mod discovery;
 mod error;
+mod hints;
 mod hybrid;
 mod key_table;
 mod policy;
@@ -147,6 +150,7 @@ pub use budget::estimate_tokens;
 pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
+pub use hints::{Hint, HintPolicy, PhraseHint, Shape, ShapeHint};
 pub use policy::{HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy};
 pub use query_terms::QueryTerms;
 pub use selection::{

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::hints::HintPolicy;
+
 /// What [`ContextBuilder::select`](super::ContextBuilder::select) does when nothing in the turn
 /// matches any tool or skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,7 +183,7 @@ impl HybridPolicy {
 /// ```
 /// use capstore::context::MessagePolicy;
 /// let p = MessagePolicy::default();
-/// assert_eq!(p.max_tools, 2);
+/// assert_eq!(p.max_tools, 4);
 /// let off = MessagePolicy { max_tools: 0, ..MessagePolicy::default() };
 /// # let _ = off;
 /// ```
@@ -191,7 +193,7 @@ pub struct MessagePolicy {
     /// At most this many tools enter on the message alone (0 turns the channel off), on top of
     /// the `max_turn_tools` that the message with its history selects (a tool both bring
     /// counts once); the list makes room for them by evicting the stalest carried tools.
-    /// Default 3.
+    /// Default 4.
     pub max_tools: usize,
     /// A tool enters if the message alone scores it at least this fraction of its best tool's
     /// score (BM25; the fused score in hybrid retrieval). Default 0.5.
@@ -207,7 +209,7 @@ pub struct MessagePolicy {
 impl Default for MessagePolicy {
     fn default() -> Self {
         MessagePolicy {
-            max_tools: 2,
+            max_tools: 4,
             min_relative_score: 0.5,
             min_evidence: 0.3,
             min_cosine: 0.5,
@@ -302,6 +304,9 @@ pub struct SelectionPolicy {
     /// The message channel: how many tools the message alone brings in, whatever its history
     /// says.
     pub message: MessagePolicy,
+    /// What a message's shapes and phrases add to its query (`#status` a channel, "text her"
+    /// an SMS): [`HintPolicy`]; [`HintPolicy::none`] for the message's own words only.
+    pub hints: HintPolicy,
 }
 
 impl Default for SelectionPolicy {
@@ -330,6 +335,7 @@ impl Default for SelectionPolicy {
             explain: true,
             retrieval: Retrieval::Lexical,
             message: MessagePolicy::default(),
+            hints: HintPolicy::default(),
         }
     }
 }
@@ -393,6 +399,7 @@ impl SelectionPolicy {
             hybrid.validate()?;
         }
         self.message.validate()?;
+        self.hints.validate()?;
         let fractions = [
             ("min_relative_score", self.min_relative_score),
             ("skill_min_relative_score", self.skill_min_relative_score),

@@ -11,15 +11,22 @@ use super::policy::SelectionPolicy;
 use super::query_terms::QueryTerms;
 use super::turn::Turn;
 
-/// The texts that feed the query, each with its weight: the message (1), earlier user messages
-/// (decaying with age) and the names of recently used tools.
-pub(crate) fn weighted_texts<'t>(turn: &'t Turn, policy: &SelectionPolicy) -> Vec<(&'t str, f32)> {
-    let mut texts = vec![(turn.message.as_str(), 1.0)];
+/// The texts that feed the query, each with its weight: the message (1) and the terms its
+/// hints add ([`HintPolicy`](super::HintPolicy)), earlier user messages and their hints
+/// (decaying with age), and the names of recently used tools.
+pub(crate) fn weighted_texts<'t>(
+    turn: &'t Turn,
+    policy: &'t SelectionPolicy,
+) -> Vec<(&'t str, f32)> {
+    let mut texts = message_texts(&turn.message, policy);
     let mut weight = 1.0;
     for earlier in turn.history.iter().rev().take(policy.history_turns) {
         weight *= policy.history_decay;
         if weight > 0.0 {
             texts.push((earlier.as_str(), weight));
+            for hint in policy.hints.hints(earlier) {
+                texts.push((hint.terms, weight * policy.hints.weight));
+            }
         }
     }
     if policy.recent_tool_weight > 0.0 {
@@ -27,6 +34,18 @@ pub(crate) fn weighted_texts<'t>(turn: &'t Turn, policy: &SelectionPolicy) -> Ve
             // The bare name carries the meaning; the source is a server's name.
             texts.push((crate::tools::bare_name(tool), policy.recent_tool_weight));
         }
+    }
+    texts
+}
+
+/// The texts of the message alone: the message (1) and its hints' terms.
+pub(crate) fn message_texts<'t>(
+    message: &'t str,
+    policy: &'t SelectionPolicy,
+) -> Vec<(&'t str, f32)> {
+    let mut texts = vec![(message, 1.0)];
+    for hint in policy.hints.hints(message) {
+        texts.push((hint.terms, policy.hints.weight));
     }
     texts
 }

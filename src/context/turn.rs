@@ -30,7 +30,8 @@ pub struct Turn {
     /// Tools the model pulled in with `search_tools`, kept selected from then on.
     pub discovered: Vec<String>,
     /// The message's vector from the builder's embedder, when the caller made it already (in
-    /// a batch, say); hybrid retrieval embeds the message itself otherwise.
+    /// a batch, say), of the text [`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)
+    /// gives for the message; hybrid retrieval embeds that text itself otherwise.
     pub query_vector: Option<Arc<[f32]>>,
 }
 

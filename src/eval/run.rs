@@ -1,10 +1,11 @@
 //! Registering a catalog, selecting for every query, timing and scoring.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::context::{ContextBuilder, Retrieval, SelectionPolicy, Turn};
+use crate::context::{ContextBuilder, HintPolicy, Retrieval, SelectionPolicy, Turn};
 use crate::embed::{Embedder, embed_missing};
 use crate::tools::{ToolTextOptions, name_counts};
 use crate::{Store, TOOLS, Tool};
@@ -312,8 +313,14 @@ fn run_inner(
         let report = embed_missing(&store, embedder.as_ref()).map_err(EvalError::Embed)?;
         let tools_time = started.elapsed();
         let started = Instant::now();
+        // The text the builder would embed for each query (the query and its hints).
+        let hints = HintPolicy::default();
         for batch in queries.chunks(QUERY_BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|q| q.query.as_str()).collect();
+            let texts: Vec<Cow<str>> = batch
+                .iter()
+                .map(|q| hints.embedding_text(&q.query))
+                .collect();
+            let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
             query_vectors.extend(embedder.embed(&texts).map_err(EvalError::Embed)?);
         }
         embedding = Some(EmbeddingTimes {

@@ -1,0 +1,625 @@
+//! What a message implies beyond its own words: the terms that a chat message leaves out but a
+//! tool's text spells out, added to the query at a lower weight.
+//!
+//! People ask an assistant the way they talk: "tell #status we're recovering", "text her the
+//! address", "show me etl_daily.py", "ack the page". The tools they need say "Post a message to
+//! a Slack channel", "Send an SMS text message", "Read a text file", "Acknowledge an alert":
+//! BM25 finds none of those words in the message, and the conversation's history outvotes
+//! what little it does find. Two kinds of hint close part of that gap:
+//!
+//! - **Things the message names, by their shape** ([`Shape`]): `#status` is a channel, `#812`
+//!   an issue, `@lena` a mention, `legal@acme.com` an email address, `https://…` a URL,
+//!   `etl_daily.py` or `~/notes/` a file, `+1 415 555 0199` a phone number.
+//! - **Chat phrasings of common actions** ([`PhraseHint`]): "tell", "ping", "let … know" mean
+//!   *send a message*; "text her" an SMS; "ack" *acknowledge*; "show me" *read, get*; "when's
+//!   my" a calendar's events.
+//!
+//! Each hint found adds its terms to the query, at [`HintPolicy::weight`] of the message's own
+//! words (an earlier message's hints at that message's weight), and in hybrid retrieval to the
+//! text embedded for the message ([`HintPolicy::embedding_text`]). Every channel of a turn
+//! reads them: the message alone, the message with its history, and the skills' search. The tables are the policy's, in JSON like the
+//! rest of it: a catalog in another language, or with its own vocabulary, sets its own
+//! ([`HintPolicy::none`] turns them off). The defaults were written from the development
+//! conversations' misses (BENCHMARKS.md, "Conversations") and speak of actions most agents
+//! have (messages, email, files, calendars, issues), not of any one catalog's tool names.
+//!
+//! Cost: one pass over the message's words per table entry, on a message's dozen words; no
+//! allocation when nothing matches.
+
+use serde::{Deserialize, Serialize};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// The shapes of things a message names that [`HintPolicy::shapes`] can read a hint from.
+/// Each is recognized in one word of the message (split at white space, with surrounding
+/// punctuation such as `(`, `,` or `?` set aside).
+///
+/// ```
+/// use capstore::context::Shape;
+/// assert!(Shape::Channel.matches("#incidents") && !Shape::Channel.matches("#812"));
+/// assert!(Shape::IssueNumber.matches("#812"));
+/// assert!(Shape::EmailAddress.matches("legal@acme.com") && !Shape::Mention.matches("legal@acme.com"));
+/// assert!(Shape::FilePath.matches("etl_daily.py") && Shape::FilePath.matches("~/Desktop"));
+/// assert!(!Shape::FilePath.matches("auth.example.com") && !Shape::FilePath.matches("24/7"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// `#name`: a chat channel (a letter after the `#`).
+    Channel,
+    /// `#123`: an issue or pull request number.
+    IssueNumber,
+    /// `@name`: a person or team mentioned.
+    Mention,
+    /// `name@domain.tld`.
+    EmailAddress,
+    /// `http://…`, `https://…` or `www.…`.
+    Url,
+    /// A path (`~/…`, `./…`, `../…`, `/…`) or a file name with a common extension
+    /// (`report.pdf`, `src/parser.rs`).
+    FilePath,
+    /// `+` and a digit: an international phone number.
+    PhoneNumber,
+}
+
+/// File name extensions that [`Shape::FilePath`] recognizes: code, text, data, documents,
+/// images, archives.
+const FILE_EXTENSIONS: &[&str] = &[
+    "c", "cfg", "conf", "cpp", "css", "csv", "doc", "docx", "env", "gif", "go", "gz", "h", "html",
+    "ini", "ipynb", "java", "jpeg", "jpg", "js", "json", "jsx", "kt", "log", "md", "pdf", "png",
+    "pptx", "py", "rb", "rs", "sh", "sql", "svg", "swift", "tar", "toml", "ts", "tsv", "tsx",
+    "txt", "webp", "xls", "xlsx", "xml", "yaml", "yml", "zip",
+];
+
+impl Shape {
+    /// Whether `word` (one white-space-separated word, punctuation around it allowed) has this
+    /// shape.
+    ///
+    /// ```
+    /// use capstore::context::Shape;
+    /// assert!(Shape::Url.matches("(https://example.com/a)") && Shape::PhoneNumber.matches("+44"));
+    /// ```
+    pub fn matches(self, word: &str) -> bool {
+        let word = trim(word);
+        let after = |prefix: char| word.strip_prefix(prefix).unwrap_or("");
+        match self {
+            Shape::Channel => starts_name(after('#')),
+            Shape::IssueNumber => {
+                let digits = after('#');
+                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+            }
+            Shape::Mention => starts_name(after('@')),
+            Shape::EmailAddress => match word.split_once('@') {
+                Some((local, domain)) => {
+                    !local.is_empty()
+                        && !domain.contains('@')
+                        && domain.split('.').count() >= 2
+                        && domain.split('.').all(|part| !part.is_empty())
+                }
+                None => false,
+            },
+            Shape::Url => ["http://", "https://", "www."]
+                .iter()
+                .any(|p| word.len() > p.len() && word.starts_with(p)),
+            Shape::FilePath => {
+                if Shape::Url.matches(word) || word.contains('@') {
+                    return false;
+                }
+                let rooted = ["~/", "./", "../", "/"]
+                    .iter()
+                    .any(|p| word.strip_prefix(p).is_some_and(starts_name_or_empty));
+                let extension = word.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    !stem.is_empty()
+                        && !stem.ends_with('/')
+                        && FILE_EXTENSIONS.iter().any(|e| e.eq_ignore_ascii_case(ext))
+                });
+                rooted || extension
+            }
+            Shape::PhoneNumber => {
+                let rest = after('+');
+                rest.bytes().next().is_some_and(|b| b.is_ascii_digit())
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || b"-()".contains(&b))
+            }
+        }
+    }
+}
+
+/// `word` without the punctuation a sentence puts around it.
+fn trim(word: &str) -> &str {
+    word.trim_start_matches(['(', '[', '"', '\'', '`', '<'])
+        .trim_end_matches([')', ']', '"', '\'', '`', '>', ',', '.', '?', '!', ';', ':'])
+}
+
+/// Whether `s` starts with a letter and goes on with letters, digits, `-`, `_` or `.`.
+fn starts_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(char::is_alphabetic)
+        && chars.all(|c| c.is_alphanumeric() || "-_.".contains(c))
+}
+
+fn starts_name_or_empty(s: &str) -> bool {
+    s.is_empty()
+        || s.chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '.')
+}
+
+/// A shape and the terms a word of that shape adds to the query.
+///
+/// ```
+/// use capstore::context::{Shape, ShapeHint};
+/// let hint = ShapeHint::new(Shape::Channel, "channel");
+/// assert_eq!(hint.terms, "channel");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeHint {
+    /// The shape.
+    pub shape: Shape,
+    /// The terms added (tokenized as any query text is).
+    pub terms: String,
+}
+
+impl ShapeHint {
+    /// Words of shape `shape` add `terms`.
+    ///
+    /// ```
+    /// let hint = capstore::context::ShapeHint::new(capstore::context::Shape::Url, "web page");
+    /// assert_eq!(hint.shape, capstore::context::Shape::Url);
+    /// ```
+    pub fn new(shape: Shape, terms: impl Into<String>) -> Self {
+        ShapeHint {
+            shape,
+            terms: terms.into(),
+        }
+    }
+}
+
+/// A phrase and the terms it adds to the query when the message says it.
+///
+/// The phrase is lowercase words, matched against the message's words (Unicode words,
+/// lowercased: `#releases` is the word `releases`, `when's` one word) in order and next to each
+/// other; `*` stands for one to three words. A message that also says one of the `unless`
+/// phrases gets no hint from it.
+///
+/// ```
+/// use capstore::context::PhraseHint;
+/// let hint = PhraseHint::new("let * know", "send message").unless(["let me know"]);
+/// assert!(hint.matches("let #releases know") && hint.matches("Let the whole team know!"));
+/// assert!(!hint.matches("check the logs and let me know"));
+/// assert!(!PhraseHint::new("tell", "send message").matches("hotel"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhraseHint {
+    /// The phrase: lowercase words, `*` for one to three words.
+    pub phrase: String,
+    /// The terms added (tokenized as any query text is).
+    pub terms: String,
+    /// Phrases that, said in the same message, cancel this one (same form). Default none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unless: Vec<String>,
+}
+
+impl PhraseHint {
+    /// `phrase` adds `terms`.
+    ///
+    /// ```
+    /// let hint = capstore::context::PhraseHint::new("ack", "acknowledge");
+    /// assert_eq!((hint.phrase.as_str(), hint.terms.as_str()), ("ack", "acknowledge"));
+    /// ```
+    pub fn new(phrase: impl Into<String>, terms: impl Into<String>) -> Self {
+        PhraseHint {
+            phrase: phrase.into(),
+            terms: terms.into(),
+            unless: Vec::new(),
+        }
+    }
+
+    /// This hint, cancelled in a message that says any of `phrases`.
+    ///
+    /// ```
+    /// let hint = capstore::context::PhraseHint::new("tell", "send message").unless(["tell me"]);
+    /// assert!(hint.matches("tell Ana") && !hint.matches("tell me what Ana said"));
+    /// ```
+    pub fn unless<S: Into<String>>(mut self, phrases: impl IntoIterator<Item = S>) -> Self {
+        self.unless.extend(phrases.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether `message` says the phrase.
+    ///
+    /// ```
+    /// let hint = capstore::context::PhraseHint::new("show me", "read get");
+    /// assert!(hint.matches("ok, show me etl_daily.py") && !hint.matches("me show"));
+    /// ```
+    pub fn matches(&self, message: &str) -> bool {
+        let lower = message.to_lowercase();
+        let words: Vec<&str> = lower.unicode_words().collect();
+        self.matches_words(&words)
+    }
+
+    fn matches_words<S: AsRef<str>>(&self, words: &[S]) -> bool {
+        says(&self.phrase, words) && !self.unless.iter().any(|u| says(u, words))
+    }
+}
+
+/// Whether `words` hold `phrase` (lowercase words, `*` for one to three words) anywhere.
+fn says<S: AsRef<str>>(phrase: &str, words: &[S]) -> bool {
+    let phrase = phrase.split_whitespace();
+    phrase.clone().next().is_some()
+        && (0..words.len()).any(|start| matches_at(phrase.clone(), words, start))
+}
+
+/// Whether the rest of a phrase, `phrase`, matches `words` from `at` on.
+fn matches_at<S: AsRef<str>>(
+    mut phrase: std::str::SplitWhitespace<'_>,
+    words: &[S],
+    at: usize,
+) -> bool {
+    let Some(first) = phrase.next() else {
+        return true;
+    };
+    if first == "*" {
+        return (1..=3).any(|n| at + n <= words.len() && matches_at(phrase.clone(), words, at + n));
+    }
+    words
+        .get(at)
+        .is_some_and(|w| w.as_ref() == first && matches_at(phrase, words, at + 1))
+}
+
+/// The hint tables: what a message's shapes and phrases add to its query, and at what weight.
+/// See the [module docs](self).
+///
+/// ```
+/// use capstore::context::{HintPolicy, SelectionPolicy};
+/// let p = HintPolicy::default();
+/// assert!(p.weight > 0.0 && !p.phrases.is_empty() && !p.shapes.is_empty());
+/// let found = p.hints("tell #status we're recovering");
+/// let terms: Vec<&str> = found.iter().map(|h| h.terms).collect();
+/// assert_eq!(terms, ["channel", "send message"]);
+/// // In a policy's JSON: {"hints": {"phrases": [{"phrase": "ping", "terms": "send message"}]}}
+/// let off = SelectionPolicy { hints: HintPolicy::none(), ..SelectionPolicy::default() };
+/// assert!(off.hints.hints("tell #status we're recovering").is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HintPolicy {
+    /// The hinted terms' weight, relative to the words of the message they were read from
+    /// (0..=1; 0 turns hints off). Default 1: a hint's few terms count as the message's own
+    /// words do, and BM25's rarity weighting rates them as it rates those.
+    pub weight: f32,
+    /// Shapes of words and the terms each adds. Default: a channel adds `channel`, an issue
+    /// number `issue`, a mention `mention`, an email address `email address`, a URL `url web
+    /// page`, a file `file`, a phone number `phone number`.
+    pub shapes: Vec<ShapeHint>,
+    /// Phrases and the terms each adds. Default: [`HintPolicy::default_phrases`].
+    pub phrases: Vec<PhraseHint>,
+}
+
+impl Default for HintPolicy {
+    fn default() -> Self {
+        HintPolicy {
+            weight: 1.0,
+            shapes: vec![
+                ShapeHint::new(Shape::Channel, "channel"),
+                ShapeHint::new(Shape::IssueNumber, "issue"),
+                ShapeHint::new(Shape::Mention, "mention"),
+                ShapeHint::new(Shape::EmailAddress, "email address"),
+                ShapeHint::new(Shape::Url, "url web page"),
+                ShapeHint::new(Shape::FilePath, "file"),
+                ShapeHint::new(Shape::PhoneNumber, "phone number"),
+            ],
+            phrases: HintPolicy::default_phrases(),
+        }
+    }
+}
+
+/// A hint found in a message: what was read, and the terms it adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Hint<'p> {
+    /// The phrase that matched, or the shape's name (`channel`, `file_path`…).
+    pub read: &'p str,
+    /// The terms it adds to the query.
+    pub terms: &'p str,
+}
+
+impl HintPolicy {
+    /// No hints: the query is the message's own words.
+    ///
+    /// ```
+    /// assert!(capstore::context::HintPolicy::none().hints("text her #812").is_empty());
+    /// ```
+    pub fn none() -> Self {
+        HintPolicy {
+            weight: 0.0,
+            shapes: Vec::new(),
+            phrases: Vec::new(),
+        }
+    }
+
+    /// The default phrases: chat phrasings of sending a message ("tell", "ping", "dm",
+    /// "notify", "let … know"; not "tell me", "let me know" and the like), an SMS ("text her", "by text") or an
+    /// email ("email it", "email the"), of acknowledging ("ack"), showing ("show me", "pull
+    /// up"), pulling data ("pull it"), moving one's own appointments ("push my", "move my"),
+    /// asking when one's appointment is ("when's my") and asking where code uses something
+    /// ("where do we use").
+    ///
+    /// ```
+    /// let phrases = capstore::context::HintPolicy::default_phrases();
+    /// assert!(phrases.iter().any(|p| p.phrase == "let * know" && p.terms == "send message"));
+    /// ```
+    pub fn default_phrases() -> Vec<PhraseHint> {
+        // (phrases, the terms they add, phrases that cancel them)
+        let table: &[(&[&str], &str, &[&str])] = &[
+            (
+                &[
+                    "tell",
+                    "post",
+                    "ping",
+                    "dm",
+                    "notify",
+                    "welcome",
+                    "announce",
+                    "let * know",
+                ],
+                "send message",
+                &[
+                    "tell me",
+                    "tell us",
+                    "notify me",
+                    "let me know",
+                    "let us know",
+                ],
+            ),
+            (
+                &[
+                    "text it",
+                    "text her",
+                    "text him",
+                    "text them",
+                    "text me",
+                    "text us",
+                    "text this",
+                    "text that",
+                    "text all",
+                    "by text",
+                    "via text",
+                ],
+                "send sms text message",
+                &[],
+            ),
+            (
+                &[
+                    "email it",
+                    "email her",
+                    "email him",
+                    "email them",
+                    "email me",
+                    "email us",
+                    "email this",
+                    "email that",
+                    "email all",
+                    "email the",
+                ],
+                "send email",
+                &[],
+            ),
+            (&["ack"], "acknowledge", &[]),
+            (&["show me", "pull up"], "show read get", &[]),
+            (&["pull it", "pull that", "pull them"], "query get", &[]),
+            (&["push my", "move my"], "reschedule update", &[]),
+            (
+                &["when's my", "when is my", "what time is my", "what's on my"],
+                "calendar events",
+                &[],
+            ),
+            (
+                &[
+                    "who last changed",
+                    "who last touched",
+                    "who changed",
+                    "who touched",
+                ],
+                "blame history",
+                &[],
+            ),
+            (&["open a", "file a", "raise a"], "create", &[]),
+            (&["pics", "photos", "pictures"], "images", &[]),
+            (&["how do i say"], "translate", &[]),
+            (
+                &[
+                    "where do we use",
+                    "where else do we use",
+                    "where in the code",
+                ],
+                "search code",
+                &[],
+            ),
+        ];
+        table
+            .iter()
+            .flat_map(|(phrases, terms, unless)| {
+                phrases
+                    .iter()
+                    .map(|p| PhraseHint::new(*p, *terms).unless(unless.iter().copied()))
+            })
+            .collect()
+    }
+
+    /// The hints `message` gives: first its shapes (each shape once, in table order), then its
+    /// phrases (each once, in table order). Empty when `weight` is 0.
+    ///
+    /// ```
+    /// let p = capstore::context::HintPolicy::default();
+    /// let found = p.hints("email the pdf to legal@acme.com");
+    /// assert_eq!(found.iter().map(|h| h.read).collect::<Vec<_>>(), ["email_address", "email the"]);
+    /// ```
+    pub fn hints(&self, message: &str) -> Vec<Hint<'_>> {
+        let mut found = Vec::new();
+        if self.weight <= 0.0 {
+            return found;
+        }
+        if !self.shapes.is_empty() {
+            // Every shape has one of these characters; most words have none.
+            let marked = |w: &&str| w.contains(['#', '@', '.', '/', '~', '+']);
+            for hint in &self.shapes {
+                if message
+                    .split_whitespace()
+                    .filter(marked)
+                    .any(|w| hint.shape.matches(w))
+                {
+                    found.push(Hint {
+                        read: shape_name(hint.shape),
+                        terms: &hint.terms,
+                    });
+                }
+            }
+        }
+        if !self.phrases.is_empty() {
+            let lower = message.to_lowercase();
+            let words: Vec<&str> = lower.unicode_words().collect();
+            for hint in &self.phrases {
+                if hint.matches_words(&words) {
+                    found.push(Hint {
+                        read: &hint.phrase,
+                        terms: &hint.terms,
+                    });
+                }
+            }
+        }
+        found
+    }
+
+    /// The text hybrid retrieval embeds for `message`: the message, then its hints' terms in
+    /// parentheses (`tell #status we're up (channel send message)`); the message itself when
+    /// it gives none. A caller that embeds messages itself ([`Turn::with_query_vector`](super::Turn::with_query_vector))
+    /// embeds this text.
+    ///
+    /// ```
+    /// let p = capstore::context::HintPolicy::default();
+    /// assert_eq!(p.embedding_text("ack the page"), "ack the page (acknowledge)");
+    /// assert_eq!(p.embedding_text("weather in Oslo"), "weather in Oslo");
+    /// ```
+    pub fn embedding_text<'m>(&self, message: &'m str) -> std::borrow::Cow<'m, str> {
+        let hints = self.hints(message);
+        if hints.is_empty() {
+            return message.into();
+        }
+        let terms: Vec<&str> = hints.iter().map(|h| h.terms).collect();
+        format!("{message} ({})", terms.join(" ")).into()
+    }
+
+    pub(super) fn validate(&self) -> Result<(), super::PolicyError> {
+        if !(0.0..=1.0).contains(&self.weight) {
+            return Err(super::PolicyError {
+                field: "hints.weight",
+                reason: "must be between 0 and 1",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A shape's name as the policy's JSON writes it.
+fn shape_name(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Channel => "channel",
+        Shape::IssueNumber => "issue_number",
+        Shape::Mention => "mention",
+        Shape::EmailAddress => "email_address",
+        Shape::Url => "url",
+        Shape::FilePath => "file_path",
+        Shape::PhoneNumber => "phone_number",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_read_the_words_they_name() {
+        let cases: &[(Shape, &str, bool)] = &[
+            (Shape::Channel, "#sales-ops", true),
+            (Shape::Channel, "#", false),
+            (Shape::Channel, "C#", false),
+            (Shape::IssueNumber, "(#233)", true),
+            (Shape::IssueNumber, "#233a", false),
+            (Shape::Mention, "@lena,", true),
+            (Shape::Mention, "@", false),
+            (Shape::EmailAddress, "partners@rivetstudio.ca.", true),
+            (Shape::EmailAddress, "a@b", false),
+            (Shape::EmailAddress, "@lena", false),
+            (Shape::Url, "https://x.io", true),
+            (Shape::Url, "https://", false),
+            (Shape::FilePath, "deploy/k8s/checkout-api.yaml", true),
+            (Shape::FilePath, "~/Desktop/screenshot_1422.png", true),
+            (Shape::FilePath, "reports/churn_2024.csv", true),
+            (Shape::FilePath, "staging.orders", false),
+            (Shape::FilePath, "$0.34/h", false),
+            (Shape::FilePath, "e.g.", false),
+            (Shape::FilePath, "legal@acme.com", false),
+            (Shape::FilePath, "https://x.io/a.pdf", false),
+            (Shape::PhoneNumber, "+1", true),
+            (Shape::PhoneNumber, "+", false),
+            (Shape::PhoneNumber, "+x1", false),
+        ];
+        for &(shape, word, expected) in cases {
+            assert_eq!(shape.matches(word), expected, "{shape:?} on {word:?}");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_takes_one_to_three_words() {
+        let hint = PhraseHint::new("let * know", "send message");
+        assert!(hint.matches("let Tom know"));
+        assert!(hint.matches("let the whole team know"));
+        assert!(!hint.matches("let know"));
+        assert!(!hint.matches("let the whole sales team know"));
+        assert!(PhraseHint::new("when's my", "x").matches("When's my 1:1?"));
+        assert!(!PhraseHint::new("", "x").matches("anything"));
+    }
+
+    #[test]
+    fn hints_come_once_each_in_table_order() {
+        let p = HintPolicy::default();
+        let found = p.hints("tell #a and tell #b, then ping @c");
+        let read: Vec<&str> = found.iter().map(|h| h.read).collect();
+        assert_eq!(read, ["channel", "mention", "tell", "ping"]);
+        let off = HintPolicy {
+            weight: 0.0,
+            ..HintPolicy::default()
+        };
+        assert!(off.hints("tell #a").is_empty());
+    }
+
+    #[test]
+    fn the_policy_reads_and_checks_its_json() {
+        let p: HintPolicy = serde_json::from_str(
+            r#"{"weight": 0.3, "shapes": [{"shape": "file_path", "terms": "datei"}],
+                "phrases": [{"phrase": "schick * an", "terms": "senden"}]}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let found = p.hints("schick die notes.md an Anna");
+        assert_eq!(
+            found,
+            [
+                Hint {
+                    read: "file_path",
+                    terms: "datei"
+                },
+                Hint {
+                    read: "schick * an",
+                    terms: "senden"
+                }
+            ]
+        );
+        let bad = HintPolicy {
+            weight: 1.5,
+            ..HintPolicy::none()
+        };
+        assert_eq!(bad.validate().map_err(|e| e.field), Err("hints.weight"));
+    }
+}
