@@ -20,6 +20,7 @@ use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
 };
 use super::error::SelectError;
+use super::hints::HintMatcher;
 use super::hybrid::{FusedHit, fuse, query_vector};
 use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
@@ -53,6 +54,8 @@ use super::turn::Turn;
 #[derive(Clone, Default)]
 pub struct ContextBuilder {
     policy: SelectionPolicy,
+    /// The policy's hint tables, read once.
+    pub(super) hints: HintMatcher,
     /// The model hybrid retrieval embeds the turn's message with.
     embedder: Option<Arc<dyn Embedder>>,
     /// Hybrid retrieval's nearest-vector search, which lays out the vectors of a table state
@@ -101,6 +104,7 @@ impl ContextBuilder {
     pub fn with_policy(policy: SelectionPolicy) -> Result<Self, PolicyError> {
         policy.validate()?;
         Ok(ContextBuilder {
+            hints: HintMatcher::new(&policy.hints),
             policy,
             ..ContextBuilder::default()
         })
@@ -172,7 +176,7 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
-        let texts = weighted_texts(turn, p);
+        let (texts, own) = weighted_texts(turn, p, &self.hints);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         // The terms as the searches take them, borrowed from `query`: on the stack up to
         // `TERMS_ON_STACK` (a message's usual dozen), where a vector was one of a selection's
@@ -224,7 +228,11 @@ impl ContextBuilder {
         let dense = match hybrid {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
-                let vector = query_vector(embedder, turn, &p.hints)?;
+                let vector = query_vector(
+                    embedder,
+                    turn,
+                    &self.hints.embedding_text(&p.hints, &turn.message),
+                )?;
                 let model = embedder.model_id();
                 Some(
                     self.nearest
@@ -271,7 +279,7 @@ impl ContextBuilder {
         let tools_table = snapshot.lookup(&TOOLS)?;
         let reads_history = self.reads_history(turn);
         let message = if reads_history {
-            self.message_channel(snapshot, turn, dense.as_deref(), tools_table)?
+            self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?
         } else {
             Vec::new()
         };

@@ -17,7 +17,7 @@ use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
-use super::query::{message_texts, weighted_terms};
+use super::query::weighted_terms;
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
 
@@ -36,12 +36,14 @@ impl ContextBuilder {
     /// best few (at most `message.max_tools`, each within `message.min_relative_score` of the
     /// best), when its evidence is clear enough (its best BM25 score per word at least
     /// `message.min_evidence`; in hybrid retrieval, or its nearest tool vector's cosine at least
-    /// `message.min_cosine`). `dense` is hybrid retrieval's nearest tool vectors to the
-    /// message, best first. Best first; tag filters and score thresholds apply as to any hit.
+    /// `message.min_cosine`). `texts` are the message's own weighted texts (the message and
+    /// its hints' terms); `dense` is hybrid retrieval's nearest tool vectors to the message,
+    /// best first. Best first; tag filters and score thresholds apply as to any hit.
     pub(super) fn message_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
         turn: &Turn,
+        texts: &[(&str, f32)],
         dense: Option<&[(&'a Arc<str>, f32)]>,
         tools_table: RowLookup<'a, Tool>,
     ) -> Result<Vec<SelectedTool>, SelectError> {
@@ -50,7 +52,7 @@ impl ContextBuilder {
         if m.max_tools == 0 {
             return Ok(Vec::new());
         }
-        let query = weighted_terms(snapshot, &TOOLS, &message_texts(&turn.message, p))?;
+        let query = weighted_terms(snapshot, &TOOLS, texts)?;
         let terms: Vec<(&str, f32)> = query.iter().collect();
         let hybrid = match (p.retrieval, dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => Some((hybrid, dense)),

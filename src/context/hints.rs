@@ -1,33 +1,16 @@
-//! What a message implies beyond its own words: the terms that a chat message leaves out but a
-//! tool's text spells out, added to the query at a lower weight.
+//! Hints: what a message implies beyond its own words, added to its query ([`HintPolicy`],
+//! which says what and why).
 //!
-//! People ask an assistant the way they talk: "tell #status we're recovering", "text her the
-//! address", "show me etl_daily.py", "ack the page". The tools they need say "Post a message to
-//! a Slack channel", "Send an SMS text message", "Read a text file", "Acknowledge an alert":
-//! BM25 finds none of those words in the message, and the conversation's history outvotes
-//! what little it does find. Two kinds of hint close part of that gap:
-//!
-//! - **Things the message names, by their shape** ([`Shape`]): `#status` is a channel, `#812`
-//!   an issue, `@lena` a mention, `legal@acme.com` an email address, `https://…` a URL,
-//!   `etl_daily.py` or `~/notes/` a file, `+1 415 555 0199` a phone number.
-//! - **Chat phrasings of common actions** ([`PhraseHint`]): "tell", "ping", "let … know" mean
-//!   *send a message*; "text her" an SMS; "ack" *acknowledge*; "show me" *read, get*; "when's
-//!   my" a calendar's events.
-//!
-//! Each hint found adds its terms to the query, at [`HintPolicy::weight`] of the message's own
-//! words (an earlier message's hints at that message's weight), and in hybrid retrieval to the
-//! text embedded for the message ([`HintPolicy::embedding_text`]). Every channel of a turn
-//! reads them: the message alone, the message with its history, and the skills' search. The tables are the policy's, in JSON like the
-//! rest of it: a catalog in another language, or with its own vocabulary, sets its own
-//! ([`HintPolicy::none`] turns them off). The defaults were written from the development
-//! conversations' misses (BENCHMARKS.md, "Conversations") and speak of actions most agents
-//! have (messages, email, files, calendars, issues), not of any one catalog's tool names.
-//!
-//! Cost: one pass over the message's words per table entry, on a message's dozen words; no
-//! allocation when nothing matches.
+//! Cost: a [`ContextBuilder`](super::ContextBuilder) reads its policy's phrase table once,
+//! into a map from each phrase's first word ([`HintMatcher`]); a message then costs one
+//! lowercased copy, a split into words, a map look-up per word and a shape check of the words
+//! that hold `#`, `@`, `.`, `/`, `~` or `+`: about 1 µs for a dozen words. A turn reads its
+//! message and the earlier messages of its query.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use unicode_segmentation::UnicodeSegmentation;
 
 /// The shapes of things a message names that [`HintPolicy::shapes`] can read a hint from.
 /// Each is recognized in one word of the message (split at white space, with surrounding
@@ -228,49 +211,44 @@ impl PhraseHint {
         self
     }
 
-    /// Whether `message` says the phrase.
+    /// Whether `message` says the phrase (and none of its `unless` phrases).
     ///
     /// ```
     /// let hint = capstore::context::PhraseHint::new("show me", "read get");
     /// assert!(hint.matches("ok, show me etl_daily.py") && !hint.matches("me show"));
     /// ```
     pub fn matches(&self, message: &str) -> bool {
-        let lower = message.to_lowercase();
-        let words: Vec<&str> = lower.unicode_words().collect();
-        self.matches_words(&words)
+        let lower = lowercase(message);
+        let words: Vec<&str> = words_of(&lower).collect();
+        let compiled = Compiled::new(0, self);
+        compiled.says_at_any(&words)
     }
-
-    fn matches_words<S: AsRef<str>>(&self, words: &[S]) -> bool {
-        says(&self.phrase, words) && !self.unless.iter().any(|u| says(u, words))
-    }
-}
-
-/// Whether `words` hold `phrase` (lowercase words, `*` for one to three words) anywhere.
-fn says<S: AsRef<str>>(phrase: &str, words: &[S]) -> bool {
-    let phrase = phrase.split_whitespace();
-    phrase.clone().next().is_some()
-        && (0..words.len()).any(|start| matches_at(phrase.clone(), words, start))
-}
-
-/// Whether the rest of a phrase, `phrase`, matches `words` from `at` on.
-fn matches_at<S: AsRef<str>>(
-    mut phrase: std::str::SplitWhitespace<'_>,
-    words: &[S],
-    at: usize,
-) -> bool {
-    let Some(first) = phrase.next() else {
-        return true;
-    };
-    if first == "*" {
-        return (1..=3).any(|n| at + n <= words.len() && matches_at(phrase.clone(), words, at + n));
-    }
-    words
-        .get(at)
-        .is_some_and(|w| w.as_ref() == first && matches_at(phrase, words, at + 1))
 }
 
 /// The hint tables: what a message's shapes and phrases add to its query, and at what weight.
-/// See the [module docs](self).
+///
+/// People ask an assistant the way they talk: "tell #status we're recovering", "text her the
+/// address", "show me etl_daily.py", "ack the page". The tools they need say "Post a message to
+/// a Slack channel", "Send an SMS text message", "Read a text file", "Acknowledge an alert":
+/// BM25 finds none of those words in the message, and the conversation's history outvotes
+/// what little it does find. Two kinds of hint close part of that gap:
+///
+/// - **Things the message names, by their shape** ([`Shape`]): `#status` is a channel, `#812`
+///   an issue, `@lena` a mention, `legal@acme.com` an email address, `https://…` a URL,
+///   `etl_daily.py` or `~/notes/` a file, `+1 415 555 0199` a phone number.
+/// - **Chat phrasings of common actions** ([`PhraseHint`]): "tell", "ping", "let … know" mean
+///   *send a message*; "text her" an SMS; "ack" *acknowledge*; "show me" *read, get*; "when's
+///   my" a calendar's events.
+///
+/// Each hint found adds its terms to the query, at [`HintPolicy::weight`] of the message's own
+/// words (an earlier message's hints at that message's weight), and in hybrid retrieval to the
+/// text embedded for the message ([`HintPolicy::embedding_text`]). Every channel of a turn
+/// reads them: the message alone, the message with its history, and the skills' search. The
+/// tables are the policy's, in JSON like the rest of it: a catalog in another language, or with
+/// its own vocabulary, sets its own ([`HintPolicy::none`] turns them off). The defaults were
+/// written from the development conversations' misses (BENCHMARKS.md, "Conversations") and
+/// speak of actions most agents have (messages, email, files, calendars, issues), not of any
+/// one catalog's tool names.
 ///
 /// ```
 /// use capstore::context::{HintPolicy, SelectionPolicy};
@@ -449,7 +427,9 @@ impl HintPolicy {
     }
 
     /// The hints `message` gives: first its shapes (each shape once, in table order), then its
-    /// phrases (each once, in table order). Empty when `weight` is 0.
+    /// phrases (each once, in table order). Empty when `weight` is 0. (A
+    /// [`ContextBuilder`](super::ContextBuilder) reads its policy's tables once, when it is
+    /// made; this reads them at each call.)
     ///
     /// ```
     /// let p = capstore::context::HintPolicy::default();
@@ -457,58 +437,21 @@ impl HintPolicy {
     /// assert_eq!(found.iter().map(|h| h.read).collect::<Vec<_>>(), ["email_address", "email the"]);
     /// ```
     pub fn hints(&self, message: &str) -> Vec<Hint<'_>> {
-        let mut found = Vec::new();
-        if self.weight <= 0.0 {
-            return found;
-        }
-        if !self.shapes.is_empty() {
-            // Every shape has one of these characters; most words have none.
-            let marked = |w: &&str| w.contains(['#', '@', '.', '/', '~', '+']);
-            for hint in &self.shapes {
-                if message
-                    .split_whitespace()
-                    .filter(marked)
-                    .any(|w| hint.shape.matches(w))
-                {
-                    found.push(Hint {
-                        read: shape_name(hint.shape),
-                        terms: &hint.terms,
-                    });
-                }
-            }
-        }
-        if !self.phrases.is_empty() {
-            let lower = message.to_lowercase();
-            let words: Vec<&str> = lower.unicode_words().collect();
-            for hint in &self.phrases {
-                if hint.matches_words(&words) {
-                    found.push(Hint {
-                        read: &hint.phrase,
-                        terms: &hint.terms,
-                    });
-                }
-            }
-        }
-        found
+        HintMatcher::new(self).hints(self, message)
     }
 
     /// The text hybrid retrieval embeds for `message`: the message, then its hints' terms in
     /// parentheses (`tell #status we're up (channel send message)`); the message itself when
-    /// it gives none. A caller that embeds messages itself ([`Turn::with_query_vector`](super::Turn::with_query_vector))
-    /// embeds this text.
+    /// it gives none. A caller that embeds messages itself
+    /// ([`Turn::with_query_vector`](super::Turn::with_query_vector)) embeds this text.
     ///
     /// ```
     /// let p = capstore::context::HintPolicy::default();
     /// assert_eq!(p.embedding_text("ack the page"), "ack the page (acknowledge)");
     /// assert_eq!(p.embedding_text("weather in Oslo"), "weather in Oslo");
     /// ```
-    pub fn embedding_text<'m>(&self, message: &'m str) -> std::borrow::Cow<'m, str> {
-        let hints = self.hints(message);
-        if hints.is_empty() {
-            return message.into();
-        }
-        let terms: Vec<&str> = hints.iter().map(|h| h.terms).collect();
-        format!("{message} ({})", terms.join(" ")).into()
+    pub fn embedding_text<'m>(&self, message: &'m str) -> Cow<'m, str> {
+        HintMatcher::new(self).embedding_text(self, message)
     }
 
     pub(super) fn validate(&self) -> Result<(), super::PolicyError> {
@@ -519,6 +462,184 @@ impl HintPolicy {
             });
         }
         Ok(())
+    }
+}
+
+/// `message` lowercased, with typographic apostrophes (`’`) made plain.
+fn lowercase(message: &str) -> String {
+    let lower = message.to_lowercase();
+    if lower.contains('’') {
+        lower.replace('’', "'")
+    } else {
+        lower
+    }
+}
+
+/// The words of a lowercased text as hints read them: runs of letters, digits and
+/// apostrophes (`#releases` is `releases`, `when's` one word).
+fn words_of(lower: &str) -> impl Iterator<Item = &str> {
+    lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+}
+
+/// A phrase's words as [`words_of`] splits them, `*` kept.
+fn phrase_words(phrase: &str) -> Vec<Box<str>> {
+    let mut words = Vec::new();
+    for token in phrase.split_whitespace() {
+        if token == "*" {
+            words.push("*".into());
+        } else {
+            words.extend(words_of(&lowercase(token)).map(Box::from));
+        }
+    }
+    words
+}
+
+/// Whether `phrase` matches `words` from `at` on (`*` one to three words).
+fn matches_at(phrase: &[Box<str>], words: &[&str], at: usize) -> bool {
+    let Some((first, rest)) = phrase.split_first() else {
+        return true;
+    };
+    if &**first == "*" {
+        return (1..=3).any(|n| at + n <= words.len() && matches_at(rest, words, at + n));
+    }
+    words.get(at) == Some(&&**first) && matches_at(rest, words, at + 1)
+}
+
+/// One phrase hint, split into words.
+#[derive(Debug, Clone)]
+struct Compiled {
+    /// Its index in the policy's `phrases`.
+    index: usize,
+    words: Vec<Box<str>>,
+    unless: Vec<Vec<Box<str>>>,
+}
+
+impl Compiled {
+    fn new(index: usize, hint: &PhraseHint) -> Self {
+        Compiled {
+            index,
+            words: phrase_words(&hint.phrase),
+            unless: hint.unless.iter().map(|u| phrase_words(u)).collect(),
+        }
+    }
+
+    /// Whether the phrase is said from `at` on.
+    fn says_at(&self, words: &[&str], at: usize) -> bool {
+        !self.words.is_empty() && matches_at(&self.words, words, at)
+    }
+
+    /// Whether the phrase is said anywhere, and none of its `unless` phrases is.
+    fn says_at_any(&self, words: &[&str]) -> bool {
+        (0..words.len()).any(|at| self.says_at(words, at)) && !self.cancelled(words)
+    }
+
+    fn cancelled(&self, words: &[&str]) -> bool {
+        self.unless
+            .iter()
+            .any(|u| !u.is_empty() && (0..words.len()).any(|at| matches_at(u, words, at)))
+    }
+}
+
+/// A [`HintPolicy`]'s phrases read once, for the many messages a builder selects for: each
+/// phrase split into words and found by its first word, so a message's hints cost a look-up
+/// per word rather than a pass per phrase.
+#[derive(Debug, Clone)]
+pub(crate) struct HintMatcher {
+    phrases: Vec<Compiled>,
+    /// Indexes into `phrases` by their first word; `*` for phrases that start with one.
+    by_first: HashMap<Box<str>, Vec<usize>>,
+}
+
+impl Default for HintMatcher {
+    fn default() -> Self {
+        HintMatcher::new(&HintPolicy::default())
+    }
+}
+
+impl HintMatcher {
+    pub(crate) fn new(policy: &HintPolicy) -> Self {
+        let phrases: Vec<Compiled> = policy
+            .phrases
+            .iter()
+            .enumerate()
+            .map(|(i, hint)| Compiled::new(i, hint))
+            .collect();
+        let mut by_first: HashMap<Box<str>, Vec<usize>> = HashMap::new();
+        for (i, phrase) in phrases.iter().enumerate() {
+            if let Some(first) = phrase.words.first() {
+                by_first.entry(first.clone()).or_default().push(i);
+            }
+        }
+        HintMatcher { phrases, by_first }
+    }
+
+    /// [`HintPolicy::hints`], with `policy` the policy this matcher was made from.
+    pub(crate) fn hints<'p>(&self, policy: &'p HintPolicy, message: &str) -> Vec<Hint<'p>> {
+        let mut found = Vec::new();
+        if policy.weight <= 0.0 {
+            return found;
+        }
+        // Every shape has one of these characters; most words have none.
+        let marked: Vec<&str> = message
+            .split_whitespace()
+            .filter(|w| w.contains(['#', '@', '.', '/', '~', '+']))
+            .collect();
+        if !marked.is_empty() {
+            for hint in &policy.shapes {
+                if marked.iter().any(|w| hint.shape.matches(w)) {
+                    found.push(Hint {
+                        read: shape_name(hint.shape),
+                        terms: &hint.terms,
+                    });
+                }
+            }
+        }
+        if self.phrases.is_empty() {
+            return found;
+        }
+        let lower = lowercase(message);
+        let words: Vec<&str> = words_of(&lower).collect();
+        let wild = self.by_first.get("*").map_or(&[][..], Vec::as_slice);
+        let mut said: Vec<usize> = Vec::new();
+        for (at, word) in words.iter().enumerate() {
+            let named = self.by_first.get(*word).map_or(&[][..], Vec::as_slice);
+            for &i in named.iter().chain(wild) {
+                if let Some(phrase) = self.phrases.get(i)
+                    && !said.contains(&i)
+                    && phrase.says_at(&words, at)
+                {
+                    said.push(i);
+                }
+            }
+        }
+        said.sort_unstable();
+        for i in said {
+            let Some(phrase) = self.phrases.get(i) else {
+                continue;
+            };
+            if phrase.cancelled(&words) {
+                continue;
+            }
+            if let Some(hint) = policy.phrases.get(phrase.index) {
+                found.push(Hint {
+                    read: &hint.phrase,
+                    terms: &hint.terms,
+                });
+            }
+        }
+        found
+    }
+
+    /// [`HintPolicy::embedding_text`], with `policy` the policy this matcher was made from.
+    pub(crate) fn embedding_text<'m>(&self, policy: &HintPolicy, message: &'m str) -> Cow<'m, str> {
+        let hints = self.hints(policy, message);
+        if hints.is_empty() {
+            return message.into();
+        }
+        let terms: Vec<&str> = hints.iter().map(|h| h.terms).collect();
+        format!("{message} ({})", terms.join(" ")).into()
     }
 }
 

@@ -8,7 +8,6 @@ use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
 
 use super::error::SelectError;
-use super::hints::HintPolicy;
 use super::policy::HybridPolicy;
 use super::turn::Turn;
 
@@ -27,10 +26,11 @@ pub(super) struct FusedHit<'a> {
 
 /// The turn's message vector: the turn's own, if the caller made it (checked for length), else
 /// `embedder`'s (checked by `check_shape`).
+/// `text`: the text embedded for the turn's message ([`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)).
 pub(super) fn query_vector(
     embedder: &dyn Embedder,
     turn: &Turn,
-    hints: &HintPolicy,
+    text: &str,
 ) -> Result<Vec<f32>, SelectError> {
     match &turn.query_vector {
         Some(vector) if vector.len() == embedder.dimensions() => Ok(vector.to_vec()),
@@ -39,8 +39,7 @@ pub(super) fn query_vector(
             got: format!("{} numbers", vector.len()),
         })),
         None => {
-            let text = hints.embedding_text(&turn.message);
-            let vectors = embedder.embed(&[text.as_ref()])?;
+            let vectors = embedder.embed(&[text])?;
             embed::check_shape(embedder, 1, &vectors)?;
             Ok(vectors.into_iter().next().unwrap_or_default())
         }

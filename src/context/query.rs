@@ -7,26 +7,35 @@ use crate::bm25::{KEEP_UP_TO, put_back, take_from};
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
 
+use super::hints::HintMatcher;
 use super::policy::SelectionPolicy;
 use super::query_terms::QueryTerms;
 use super::turn::Turn;
 
 /// The texts that feed the query, each with its weight: the message (1) and the terms its
 /// hints add ([`HintPolicy`](super::HintPolicy)), earlier user messages and their hints
-/// (decaying with age), and the names of recently used tools.
+/// (decaying with age), and the names of recently used tools. Also returns how many of the
+/// first texts are the message's own (the message and its hints: the message channel's query).
+/// `hints`: the policy's hint tables, read.
 pub(crate) fn weighted_texts<'t>(
     turn: &'t Turn,
     policy: &'t SelectionPolicy,
-) -> Vec<(&'t str, f32)> {
-    let mut texts = message_texts(&turn.message, policy);
+    hints: &HintMatcher,
+) -> (Vec<(&'t str, f32)>, usize) {
+    let mut texts = vec![(turn.message.as_str(), 1.0)];
+    let add_hints = |texts: &mut Vec<(&'t str, f32)>, message: &str, weight: f32| {
+        for hint in hints.hints(&policy.hints, message) {
+            texts.push((hint.terms, weight * policy.hints.weight));
+        }
+    };
+    add_hints(&mut texts, &turn.message, 1.0);
+    let own = texts.len();
     let mut weight = 1.0;
     for earlier in turn.history.iter().rev().take(policy.history_turns) {
         weight *= policy.history_decay;
         if weight > 0.0 {
             texts.push((earlier.as_str(), weight));
-            for hint in policy.hints.hints(earlier) {
-                texts.push((hint.terms, weight * policy.hints.weight));
-            }
+            add_hints(&mut texts, earlier, weight);
         }
     }
     if policy.recent_tool_weight > 0.0 {
@@ -35,19 +44,7 @@ pub(crate) fn weighted_texts<'t>(
             texts.push((crate::tools::bare_name(tool), policy.recent_tool_weight));
         }
     }
-    texts
-}
-
-/// The texts of the message alone: the message (1) and its hints' terms.
-pub(crate) fn message_texts<'t>(
-    message: &'t str,
-    policy: &'t SelectionPolicy,
-) -> Vec<(&'t str, f32)> {
-    let mut texts = vec![(message, 1.0)];
-    for hint in policy.hints.hints(message) {
-        texts.push((hint.terms, policy.hints.weight));
-    }
-    texts
+    (texts, own)
 }
 
 /// Tokenizes weighted texts with `table`'s tokenizer and sums the weights per term, in term
@@ -589,7 +586,7 @@ mod tests {
             .with_history(["a", "b", "b2"])
             .with_recent_tools(["fs/read_file"]);
         assert_eq!(
-            weighted_texts(&turn, &policy),
+            weighted_texts(&turn, &policy, &HintMatcher::new(&policy.hints)).0,
             [("c", 1.0), ("b2", 0.5), ("b", 0.25), ("read_file", 0.25)]
         );
     }
