@@ -416,7 +416,7 @@ fn corrupt_weights_are_a_load_error() {
 #[test]
 fn hybrid_over_the_bundled_catalog_finds_what_bm25_misses() {
     use capstore::catalog::Catalog;
-    use capstore::context::{ContextBuilder, HybridPolicy, Reason, Retrieval, Turn};
+    use capstore::context::{ContextBuilder, HintPolicy, HybridPolicy, Reason, Retrieval, Turn};
     use capstore::embed::embed_missing;
 
     let store = capstore::Store::new();
@@ -427,8 +427,12 @@ fn hybrid_over_the_bundled_catalog_finds_what_bm25_misses() {
         report.embedded,
         store.snapshot().count(&capstore::TOOLS).expect("count")
     );
-    let lexical = ContextBuilder::with_policy(catalog.policy()).expect("policy");
+    // Hints off on both sides: this is about what the vectors find that no word matches
+    // ("welcome her in #backend" is found by BM25 with hints, checked below).
     let mut policy = catalog.policy();
+    policy.hints = HintPolicy::none();
+    let lexical = ContextBuilder::with_policy(policy.clone()).expect("policy");
+    let hinted = ContextBuilder::with_policy(catalog.policy()).expect("policy");
     policy.retrieval = Retrieval::Hybrid(HybridPolicy::fixed(0.5));
     let embedder: std::sync::Arc<dyn capstore::embed::Embedder> =
         std::sync::Arc::new(MiniLm::load(model_dir()).expect("loads"));
@@ -464,4 +468,14 @@ fn hybrid_over_the_bundled_catalog_finds_what_bm25_misses() {
             sent.reasons
         );
     }
+    // With the default hints ("welcome" sends a message, "#backend" is a channel), BM25 alone
+    // sends the Slack tool.
+    let hinted = hinted
+        .select(&snap, &Turn::new("welcome her in #backend"))
+        .expect("select");
+    assert!(
+        hinted.contains("slack/send_message"),
+        "{:?}",
+        hinted.keys().collect::<Vec<_>>()
+    );
 }

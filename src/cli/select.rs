@@ -4,7 +4,9 @@ use std::time::Instant;
 
 use capstore::TOOLS;
 use capstore::bm25::Explanation;
-use capstore::context::{ContextBuilder, DropReason, Reason, Selection, Turn, estimate_tokens};
+use capstore::context::{
+    ContextBuilder, DropReason, Reason, Selection, Shape, Turn, estimate_tokens,
+};
 use capstore::provider::{Provider, ToolExport, ToolSearch};
 
 use super::args::{Args, SourceArgs, count, unknown};
@@ -131,7 +133,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let hints = builder.policy().hints.hints(&args.message);
     let hints: Vec<String> = hints
         .iter()
-        .map(|h| format!("{} → {}", h.read, h.terms))
+        .map(|h| match h.shape {
+            Some(shape) => format!("{} ({}) → {}", h.read, shape_label(shape), h.terms),
+            None => format!("{:?} → {}", h.read, h.terms),
+        })
         .collect();
     print_table(
         &args.message,
@@ -140,6 +145,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         &selection,
         took.as_secs_f64() * 1e6,
     )
+}
+
+/// A shape as `capstore select` names it.
+fn shape_label(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Channel => "a channel",
+        Shape::IssueNumber => "an issue number",
+        Shape::Mention => "a mention",
+        Shape::EmailAddress => "an email address",
+        Shape::Url => "a URL",
+        Shape::FilePath => "a file",
+        Shape::PhoneNumber => "a phone number",
+    }
 }
 
 /// `hints`: what the message's hints added to its query, as `read → terms`.

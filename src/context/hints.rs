@@ -296,11 +296,14 @@ impl Default for HintPolicy {
 
 /// A hint found in a message: what was read, and the terms it adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Hint<'p> {
-    /// The phrase that matched, or the shape's name (`channel`, `file_path`…).
-    pub read: &'p str,
+pub struct Hint<'a> {
+    /// The phrase that matched, or for a shape the message's first word of that shape
+    /// (`#status`), without the punctuation around it.
+    pub read: &'a str,
+    /// The shape, for a shape's hint; `None` for a phrase's.
+    pub shape: Option<Shape>,
     /// The terms it adds to the query.
-    pub terms: &'p str,
+    pub terms: &'a str,
 }
 
 impl HintPolicy {
@@ -433,10 +436,11 @@ impl HintPolicy {
     ///
     /// ```
     /// let p = capstore::context::HintPolicy::default();
-    /// let found = p.hints("email the pdf to legal@acme.com");
-    /// assert_eq!(found.iter().map(|h| h.read).collect::<Vec<_>>(), ["email_address", "email the"]);
+    /// let found = p.hints("email the pdf to legal@acme.com.");
+    /// assert_eq!(found.iter().map(|h| h.read).collect::<Vec<_>>(), ["legal@acme.com", "email the"]);
+    /// assert_eq!(found[0].shape, Some(capstore::context::Shape::EmailAddress));
     /// ```
-    pub fn hints(&self, message: &str) -> Vec<Hint<'_>> {
+    pub fn hints<'a>(&'a self, message: &'a str) -> Vec<Hint<'a>> {
         HintMatcher::new(self).hints(self, message)
     }
 
@@ -576,7 +580,7 @@ impl HintMatcher {
     }
 
     /// [`HintPolicy::hints`], with `policy` the policy this matcher was made from.
-    pub(crate) fn hints<'p>(&self, policy: &'p HintPolicy, message: &str) -> Vec<Hint<'p>> {
+    pub(crate) fn hints<'a>(&self, policy: &'a HintPolicy, message: &'a str) -> Vec<Hint<'a>> {
         let mut found = Vec::new();
         if policy.weight <= 0.0 {
             return found;
@@ -588,9 +592,10 @@ impl HintMatcher {
             .collect();
         if !marked.is_empty() {
             for hint in &policy.shapes {
-                if marked.iter().any(|w| hint.shape.matches(w)) {
+                if let Some(word) = marked.iter().find(|w| hint.shape.matches(w)) {
                     found.push(Hint {
-                        read: shape_name(hint.shape),
+                        read: trim(word),
+                        shape: Some(hint.shape),
                         terms: &hint.terms,
                     });
                 }
@@ -625,6 +630,7 @@ impl HintMatcher {
             if let Some(hint) = policy.phrases.get(phrase.index) {
                 found.push(Hint {
                     read: &hint.phrase,
+                    shape: None,
                     terms: &hint.terms,
                 });
             }
@@ -640,19 +646,6 @@ impl HintMatcher {
         }
         let terms: Vec<&str> = hints.iter().map(|h| h.terms).collect();
         format!("{message} ({})", terms.join(" ")).into()
-    }
-}
-
-/// A shape's name as the policy's JSON writes it.
-fn shape_name(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Channel => "channel",
-        Shape::IssueNumber => "issue_number",
-        Shape::Mention => "mention",
-        Shape::EmailAddress => "email_address",
-        Shape::Url => "url",
-        Shape::FilePath => "file_path",
-        Shape::PhoneNumber => "phone_number",
     }
 }
 
@@ -708,7 +701,7 @@ mod tests {
         let p = HintPolicy::default();
         let found = p.hints("tell #a and tell #b, then ping @c");
         let read: Vec<&str> = found.iter().map(|h| h.read).collect();
-        assert_eq!(read, ["channel", "mention", "tell", "ping"]);
+        assert_eq!(read, ["#a", "@c", "tell", "ping"]);
         let off = HintPolicy {
             weight: 0.0,
             ..HintPolicy::default()
@@ -728,11 +721,13 @@ mod tests {
             found,
             [
                 Hint {
-                    read: "file_path",
+                    read: "notes.md",
+                    shape: Some(Shape::FilePath),
                     terms: "datei"
                 },
                 Hint {
                     read: "schick * an",
+                    shape: None,
                     terms: "senden"
                 }
             ]

@@ -23,7 +23,7 @@ pub(crate) fn weighted_texts<'t>(
     hints: &HintMatcher,
 ) -> (Vec<(&'t str, f32)>, usize) {
     let mut texts = vec![(turn.message.as_str(), 1.0)];
-    let add_hints = |texts: &mut Vec<(&'t str, f32)>, message: &str, weight: f32| {
+    let add_hints = |texts: &mut Vec<(&'t str, f32)>, message: &'t str, weight: f32| {
         for hint in hints.hints(&policy.hints, message) {
             texts.push((hint.terms, weight * policy.hints.weight));
         }
