@@ -34,7 +34,7 @@
 //!
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
-//! | [`Channel::Message`] | the message alone (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
+//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
 //! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools` |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
 //!
