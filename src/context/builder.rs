@@ -228,11 +228,7 @@ impl ContextBuilder {
         let dense = match hybrid {
             Some(hybrid) => {
                 let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
-                let vector = query_vector(
-                    embedder,
-                    turn,
-                    &self.hints.embedding_text(&p.hints, &turn.message),
-                )?;
+                let vector = query_vector(embedder, turn, &texts[..own])?;
                 let model = embedder.model_id();
                 Some(
                     self.nearest

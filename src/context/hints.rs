@@ -641,12 +641,21 @@ impl HintMatcher {
     /// [`HintPolicy::embedding_text`], with `policy` the policy this matcher was made from.
     pub(crate) fn embedding_text<'m>(&self, policy: &HintPolicy, message: &'m str) -> Cow<'m, str> {
         let hints = self.hints(policy, message);
-        if hints.is_empty() {
-            return message.into();
-        }
-        let terms: Vec<&str> = hints.iter().map(|h| h.terms).collect();
-        format!("{message} ({})", terms.join(" ")).into()
+        with_terms(message, hints.iter().map(|h| h.terms))
     }
+}
+
+/// The text embedded for `message` whose hints add `terms`: the message, then the terms in
+/// parentheses; the message itself when there are none.
+pub(crate) fn with_terms<'m, 't>(
+    message: &'m str,
+    terms: impl IntoIterator<Item = &'t str>,
+) -> Cow<'m, str> {
+    let terms: Vec<&str> = terms.into_iter().collect();
+    if terms.is_empty() {
+        return message.into();
+    }
+    format!("{message} ({})", terms.join(" ")).into()
 }
 
 #[cfg(test)]

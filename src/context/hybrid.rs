@@ -8,6 +8,7 @@ use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
 
 use super::error::SelectError;
+use super::hints::with_terms;
 use super::policy::HybridPolicy;
 use super::turn::Turn;
 
@@ -25,12 +26,13 @@ pub(super) struct FusedHit<'a> {
 }
 
 /// The turn's message vector: the turn's own, if the caller made it (checked for length), else
-/// `embedder`'s (checked by `check_shape`).
-/// `text`: the text embedded for the turn's message ([`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)).
+/// `embedder`'s (checked by `check_shape`) of the message with its hints' terms
+/// ([`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)). `own`: the message's
+/// own weighted texts, the message first and its hints' terms after.
 pub(super) fn query_vector(
     embedder: &dyn Embedder,
     turn: &Turn,
-    text: &str,
+    own: &[(&str, f32)],
 ) -> Result<Vec<f32>, SelectError> {
     match &turn.query_vector {
         Some(vector) if vector.len() == embedder.dimensions() => Ok(vector.to_vec()),
@@ -39,7 +41,9 @@ pub(super) fn query_vector(
             got: format!("{} numbers", vector.len()),
         })),
         None => {
-            let vectors = embedder.embed(&[text])?;
+            let terms = own.iter().skip(1).map(|&(terms, _)| terms);
+            let text = with_terms(&turn.message, terms);
+            let vectors = embedder.embed(&[text.as_ref()])?;
             embed::check_shape(embedder, 1, &vectors)?;
             Ok(vectors.into_iter().next().unwrap_or_default())
         }

@@ -150,6 +150,7 @@ pub use budget::estimate_tokens;
 pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
+pub(crate) use hints::HintMatcher;
 pub use hints::{Hint, HintPolicy, PhraseHint, Shape, ShapeHint};
 pub use policy::{HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy};
 pub use query_terms::QueryTerms;

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::context::{ContextBuilder, HintPolicy, Retrieval, SelectionPolicy, Turn};
+use crate::context::{ContextBuilder, HintMatcher, Retrieval, SelectionPolicy, Turn};
 use crate::embed::{Embedder, embed_missing};
 use crate::tools::{ToolTextOptions, name_counts};
 use crate::{Store, TOOLS, Tool};
@@ -306,6 +306,16 @@ fn run_inner(
             source,
         })?;
     let build_time = started.elapsed();
+    let mut builder = ContextBuilder::with_policy(
+        SelectionPolicy {
+            explain: false,
+            match_exact_names: config.match_exact_names,
+            retrieval: config.retrieval,
+            ..SelectionPolicy::default()
+        }
+        .with_tool_limit(config.k),
+    )
+    .map_err(EvalError::Policy)?;
     let mut embedding = None;
     let mut query_vectors = Vec::new();
     if let Some(embedder) = &embedder {
@@ -314,11 +324,12 @@ fn run_inner(
         let tools_time = started.elapsed();
         let started = Instant::now();
         // The text the builder would embed for each query (the query and its hints).
-        let hints = HintPolicy::default();
+        let hints = &builder.policy().hints;
+        let matcher = HintMatcher::new(hints);
         for batch in queries.chunks(QUERY_BATCH) {
             let texts: Vec<Cow<str>> = batch
                 .iter()
-                .map(|q| hints.embedding_text(&q.query))
+                .map(|q| matcher.embedding_text(hints, &q.query))
                 .collect();
             let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
             query_vectors.extend(embedder.embed(&texts).map_err(EvalError::Embed)?);
@@ -341,16 +352,6 @@ fn run_inner(
         });
     }
 
-    let mut builder = ContextBuilder::with_policy(
-        SelectionPolicy {
-            explain: false,
-            match_exact_names: config.match_exact_names,
-            retrieval: config.retrieval,
-            ..SelectionPolicy::default()
-        }
-        .with_tool_limit(config.k),
-    )
-    .map_err(EvalError::Policy)?;
     if let Some(embedder) = embedder {
         builder = builder.with_embedder(embedder);
     }
