@@ -1008,30 +1008,77 @@ fn eval_sweeps_list_settings_and_plots_recall_against_tokens() {
         svg.to_str().expect("utf-8"),
     ]);
     let mut lines = out.lines();
-    assert!(
-        lines
-            .next()
-            .expect("header")
-            .starts_with("retrieval\tturn\tlist\tmessage\trecall"),
+    let header: Vec<&str> = lines.next().expect("header").split('\t').collect();
+    assert_eq!(
+        header,
+        [
+            "retrieval",
+            "turn",
+            "list",
+            "message",
+            "repack",
+            "recall",
+            "within_search",
+            "stable",
+            "repacks_per_switch",
+            "most_after_switch",
+            "tools",
+            "tokens",
+            "uncached",
+            "default"
+        ],
         "{out}"
     );
+    let column = |name: &str| header.iter().position(|h| *h == name).expect("column");
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
     assert!(
-        rows.len() > 20 && rows.iter().all(|r| r[0] == "lexical"),
+        rows.len() > 20
+            && rows
+                .iter()
+                .all(|r| r.len() == header.len() && r[0] == "lexical"),
         "{out}"
     );
-    let defaults: Vec<&Vec<&str>> = rows.iter().filter(|r| r[11] == "*").collect();
+    // Every value of the conversation's re-pack share is swept, `all` as it was before the knob.
+    for repack in ["0", "1", "2", "all"] {
+        assert!(rows.iter().any(|r| r[column("repack")] == repack), "{out}");
+    }
+    let defaults: Vec<&Vec<&str>> = rows
+        .iter()
+        .filter(|r| r[column("default")] == "*")
+        .collect();
     assert_eq!(defaults.len(), 1, "{out}");
     // The default's figures are a plain run's.
     let (plain, _) = ok(&["eval", "--conversations", file]);
     let default = defaults[0];
+    assert_eq!(default[column("repack")], "1", "{default:?}");
     assert!(
-        plain.contains(&format!("recall of each turn's tools: {}%", default[4])),
+        plain.contains(&format!(
+            "recall of each turn's tools: {}%",
+            default[column("recall")]
+        )),
         "{default:?} vs {plain}"
     );
     assert!(
-        plain.contains(&format!(" tools, {} tokens;", default[10])),
+        plain.contains(&format!(" tools, {} tokens;", default[column("tokens")])),
         "{default:?} vs {plain}"
+    );
+    // Uncached: the tokens a turn less the cached prefix, spread over every turn.
+    let number_after = |text: &str, key: &str| -> f64 {
+        let rest = &plain[plain.find(key).expect(text) + key.len()..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        rest[..end].parse().expect(text)
+    };
+    let conversations = number_after("conversations", "conversations: ");
+    let turns = number_after("turns", &format!("conversations: {conversations} ("));
+    let tokens = number_after("tokens", " tools, ");
+    let cached = number_after("cached", "cached prefix ");
+    let expected = tokens - cached * (turns - conversations) / turns;
+    let uncached: f64 = default[column("uncached")].parse().expect("uncached");
+    assert!(
+        (uncached - expected).abs() <= 1.0,
+        "{uncached} vs {expected}: {plain}"
     );
     let plot = std::fs::read_to_string(&svg).expect("svg written");
     assert!(plot.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));

@@ -1,9 +1,10 @@
 //! The tool list across turns: carried in place, new tools appended, a re-pack by staleness
-//! when it outgrows the limits, and a needed tool never dropped for a carried one.
+//! when the tools that may make room outgrow the limits, the conversation's tail filling the
+//! room left, and a needed tool never dropped for a carried one.
 
 use capstore::context::{
-    ContextBuilder, Conversation, DropReason, PreviousTool, Reason, Selection, SelectionPolicy,
-    Turn,
+    Channel, ContextBuilder, Conversation, DropReason, MessagePolicy, PreviousTool, Reason,
+    Selection, SelectionPolicy, Turn,
 };
 use capstore::{Store, TOOLS, Tool};
 use proptest::prelude::*;
@@ -285,14 +286,17 @@ fn without_keep_previous_the_list_is_the_turns_own() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
-    /// Over random conversations: every tool a turn selects for itself is sent; the list never
-    /// exceeds `max_tools`; a list that is not the last one plus appended tools says why
-    /// (stale evictions); selection is deterministic.
+    /// Over random conversations: every tool a turn selects for itself is sent, but for the
+    /// conversation's tail when the list is full (`ListFull`); the list never exceeds
+    /// `max_tools`; a list that is not the last one plus appended tools says why (stale
+    /// evictions); selection is deterministic.
     #[test]
     fn the_list_keeps_its_rules(
         turns in prop::collection::vec(prop::collection::vec(0..TOPICS.len(), 0..4), 1..12),
         max_tools in 2usize..8,
         max_turn_tools in 1usize..5,
+        repack_for_conversation in 0usize..4,
+        message_tools in 0usize..5,
     ) {
         let store = store();
         let snap = store.snapshot();
@@ -301,6 +305,8 @@ proptest! {
             history_turns: 2,
             recent_tool_weight: 0.5,
             keep_recently_used: true,
+            repack_for_conversation,
+            message: MessagePolicy { max_tools: message_tools, ..MessagePolicy::default() },
             ..policy(max_tools, max_turn_tools)
         };
         let carrying = ContextBuilder::with_policy(with_history.clone()).expect("policy");
@@ -320,7 +326,7 @@ proptest! {
                 topics.iter().map(|&t| key(TOPICS[t])).collect();
             let own_keys = keys(&own);
             let entered = named.iter().filter(|k| own_keys.contains(k)).count();
-            let share = named.len().min(SelectionPolicy::default().message.max_tools);
+            let share = named.len().min(message_tools);
             prop_assert!(
                 entered >= share.min(max_turn_tools).min(max_tools),
                 "{:?} of {:?}",
@@ -328,8 +334,19 @@ proptest! {
                 named
             );
             let list = keys(&s);
-            for tool in own.keys() {
-                prop_assert!(list.iter().any(|k| k == tool), "{} missing from {:?}", tool, list);
+            for tool in &own.tools {
+                if list.iter().any(|k| **k == *tool.key) {
+                    continue;
+                }
+                let full = s.dropped.iter().any(|d| {
+                    d.key == tool.key && d.reason == DropReason::ListFull { max_tools }
+                });
+                prop_assert!(
+                    full && tool.channel == Channel::Conversation && list.len() == max_tools,
+                    "{} missing from {:?}",
+                    tool.key,
+                    list
+                );
             }
             prop_assert!(list.len() <= max_tools, "{:?}", list);
             if !list.starts_with(&last) {
@@ -359,4 +376,93 @@ fn a_tool_listed_twice_is_carried_once_in_its_first_place() {
         .select(&store.snapshot(), &turn)
         .expect("select");
     assert_eq!(keys(&s), [key("cache"), key("weather"), key("pods")]);
+}
+
+/// A follow-up's history-read tools past `repack_for_conversation` only fill the room a full
+/// list has left: the list stays a prefix-stable extension, and they are reported as
+/// `ListFull`. The tools that may make room, once they do not fit, re-pack the list with the
+/// whole turn's tools.
+#[test]
+fn the_conversations_tail_fills_room_and_only_its_best_may_re_pack() {
+    let store = store();
+    let snap = store.snapshot();
+    // History read (so the retrieved tools are the conversation channel's), the message
+    // channel off: the turn's own tools are the conversation's three.
+    let policy = |repack_for_conversation| SelectionPolicy {
+        history_turns: 2,
+        message: MessagePolicy {
+            max_tools: 0,
+            ..MessagePolicy::default()
+        },
+        repack_for_conversation,
+        ..policy(5, 3)
+    };
+    let previous = ["flight", "hotel", "invoice", "calendar"].map(|t| PreviousTool::new(key(t), 0));
+    let turn = Turn::new("the weather pods cache")
+        .with_history(["anything else?"])
+        .with_previous(previous);
+    let select = |repack| {
+        ContextBuilder::with_policy(policy(repack))
+            .expect("policy")
+            .select(&snap, &turn)
+            .expect("select")
+    };
+
+    // One may make room: the best (equal scores: by key) fits in the list's last place; the
+    // others wait for room.
+    let s = select(1);
+    assert_eq!(
+        keys(&s),
+        [
+            key("flight"),
+            key("hotel"),
+            key("invoice"),
+            key("calendar"),
+            key("cache")
+        ]
+    );
+    assert_eq!(s.tools[4].channel, Channel::Conversation);
+    let full: Vec<&str> = s
+        .dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::ListFull { max_tools: 5 })
+        .map(|d| &*d.key)
+        .collect();
+    assert_eq!(full, [key("pods"), key("weather")]);
+    assert!(stale(&s).is_empty());
+
+    // Two may make room and do not fit: a re-pack, after which the whole turn's tools are in.
+    for repack in [2, usize::MAX] {
+        let s = select(repack);
+        assert_eq!(keys(&s), [key("cache"), key("pods"), key("weather")]);
+        assert_eq!(stale(&s).len(), 4);
+        assert!(
+            !s.dropped
+                .iter()
+                .any(|d| matches!(d.reason, DropReason::ListFull { .. }))
+        );
+    }
+
+    // None may: a list already full stays as it was.
+    let previous =
+        ["flight", "hotel", "invoice", "calendar", "email"].map(|t| PreviousTool::new(key(t), 0));
+    let full = Turn::new("the weather pods cache")
+        .with_history(["anything else?"])
+        .with_previous(previous);
+    let s = ContextBuilder::with_policy(policy(0))
+        .expect("policy")
+        .select(&snap, &full)
+        .expect("select");
+    assert_eq!(
+        keys(&s),
+        ["flight", "hotel", "invoice", "calendar", "email"].map(key)
+    );
+    assert_eq!(
+        s.dropped
+            .iter()
+            .filter(|d| matches!(d.reason, DropReason::ListFull { .. }))
+            .count(),
+        3
+    );
+    assert!(stale(&s).is_empty());
 }

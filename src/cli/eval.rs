@@ -27,8 +27,9 @@ CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
                               (the catalog's pinned tools are added)
     --turns-out FILE          write each turn ({conversation, turn, sent, missed, tokens, ...}) a line
     --sweep                   run a grid of list settings (tools a turn, tools in the list, tools
-                              the message alone brings), lexical and, with --embedder, hybrid;
-                              print one line a setting (the default marked *)
+                              the message alone brings, the conversation's tools that may
+                              re-pack a full list), lexical and, with --embedder, hybrid; print
+                              one line a setting (the default marked *)
     --plot FILE.svg           with --sweep: recall against tokens a turn, the default marked
     --embedder DIR ...        hybrid retrieval for every turn, as for single queries below
 

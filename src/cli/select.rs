@@ -302,6 +302,9 @@ pub(crate) fn describe_drop(reason: &DropReason) -> String {
             format!("needs {needed} tokens, {remaining} left")
         }
         DropReason::NotFound => "not in the store".into(),
+        DropReason::ListFull { max_tools } => {
+            format!("the carried list was full ({max_tools} tools)")
+        }
         DropReason::Stale { idle_turns } => {
             format!("evicted from the list: unneeded for {idle_turns} turns")
         }

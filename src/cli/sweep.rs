@@ -1,6 +1,6 @@
 //! `capstore eval --conversations FILE --sweep [--plot FILE.svg]`: the multi-turn figures over a
 //! grid of list settings (tools a turn selects, tools the list holds, tools the message alone
-//! brings), lexical and, with `--embedder`, hybrid; a table on stdout and, with `--plot`, recall
+//! brings, the conversation's tools that may re-pack a full list), lexical and, with `--embedder`, hybrid; a table on stdout and, with `--plot`, recall
 //! against tokens a turn as an SVG with the default policy marked. What the default was chosen
 //! from (BENCHMARKS.md, "Conversations").
 
@@ -12,10 +12,12 @@ use capstore::context::{ContextBuilder, MessagePolicy, Retrieval, SelectionPolic
 use capstore::embed::{Embedder, VectorCache};
 use capstore::eval::{ConversationMetrics, ScriptedConversation, run_conversations};
 
-/// The grid: `max_turn_tools`, `max_tools`, `message.max_tools`.
+/// The grid: `max_turn_tools`, `max_tools`, `message.max_tools`, `repack_for_conversation`
+/// (`usize::MAX`: all of them, as before it was a knob).
 const TURN_TOOLS: [usize; 6] = [8, 9, 10, 11, 12, 13];
 const LIST_TOOLS: [usize; 4] = [16, 20, 24, 28];
 const MESSAGE_TOOLS: [usize; 4] = [0, 2, 3, 4];
+const REPACK_TOOLS: [usize; 4] = [0, 1, 2, usize::MAX];
 
 /// The tokens a turn the plot marks as the target (issue 38's).
 const TOKEN_TARGET: f64 = 2100.0;
@@ -26,6 +28,7 @@ pub(crate) struct Point {
     turn_tools: usize,
     list_tools: usize,
     message_tools: usize,
+    repack_tools: usize,
     metrics: ConversationMetrics,
     default: bool,
 }
@@ -54,7 +57,10 @@ pub(crate) fn sweep(
     for (retrieval, embedder) in retrievals {
         for turn_tools in TURN_TOOLS {
             for list_tools in LIST_TOOLS.into_iter().filter(|&l| l >= turn_tools) {
-                for message_tools in MESSAGE_TOOLS {
+                for (message_tools, repack_tools) in MESSAGE_TOOLS
+                    .into_iter()
+                    .flat_map(|m| REPACK_TOOLS.map(|r| (m, r)))
+                {
                     let policy = SelectionPolicy {
                         max_turn_tools: turn_tools,
                         max_tools: list_tools,
@@ -62,6 +68,7 @@ pub(crate) fn sweep(
                             max_tools: message_tools,
                             ..base.message
                         },
+                        repack_for_conversation: repack_tools,
                         retrieval,
                         ..base.clone()
                     };
@@ -77,10 +84,12 @@ pub(crate) fn sweep(
                         turn_tools,
                         list_tools,
                         message_tools,
+                        repack_tools,
                         metrics: report.metrics,
                         default: turn_tools == defaults.max_turn_tools
                             && list_tools == defaults.max_tools
-                            && message_tools == defaults.message.max_tools,
+                            && message_tools == defaults.message.max_tools
+                            && repack_tools == defaults.repack_for_conversation,
                     });
                 }
             }
@@ -92,17 +101,18 @@ pub(crate) fn sweep(
 /// The grid as a table, one setting a line.
 pub(crate) fn table(points: &[Point]) -> String {
     let mut out = String::from(
-        "retrieval\tturn\tlist\tmessage\trecall\twithin_search\tstable\trepacks_per_switch\tmost_after_switch\ttools\ttokens\tdefault\n",
+        "retrieval\tturn\tlist\tmessage\trepack\trecall\twithin_search\tstable\trepacks_per_switch\tmost_after_switch\ttools\ttokens\tuncached\tdefault\n",
     );
     for p in points {
         let m = &p.metrics;
         let _ = writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.2}\t{}\t{:.1}\t{:.0}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.2}\t{}\t{:.1}\t{:.0}\t{:.0}\t{}",
             if p.hybrid { "hybrid" } else { "lexical" },
             p.turn_tools,
             p.list_tools,
             p.message_tools,
+            repack_label(p.repack_tools),
             m.recall,
             m.reachable,
             m.prefix_stable_same_topic,
@@ -110,6 +120,7 @@ pub(crate) fn table(points: &[Point]) -> String {
             m.max_repacks_after_switch,
             m.tools_per_turn,
             m.tokens_per_turn,
+            uncached(m),
             if p.default { "*" } else { "" },
         );
     }
@@ -207,12 +218,13 @@ pub(crate) fn svg(points: &[Point], title: &str) -> String {
         for p in &series {
             let _ = writeln!(
                 s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{colour}" fill-opacity="0.35"><title>{name}: turn {}, list {}, message {}: {:.1}% at {:.0} tokens</title></circle>"#,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{colour}" fill-opacity="0.35"><title>{name}: turn {}, list {}, message {}, re-pack for {}: {:.1}% at {:.0} tokens</title></circle>"#,
                 x(tokens(p)),
                 y(recall(p)),
                 p.turn_tools,
                 p.list_tools,
                 p.message_tools,
+                repack_label(p.repack_tools),
                 recall(p),
                 tokens(p)
             );
@@ -262,6 +274,23 @@ pub(crate) fn svg(points: &[Point], title: &str) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// The tokens of tool definitions a turn that a provider's prompt cache does not serve (the
+/// tokens billed at the full price): a turn's tokens less the cached prefix, averaged over
+/// every turn (a conversation's first is all uncached).
+fn uncached(m: &ConversationMetrics) -> f64 {
+    let cached = m.cached_tokens_per_follow_up * m.follow_ups as f64;
+    m.tokens_per_turn - cached / m.turns.max(1) as f64
+}
+
+/// `repack_for_conversation` as the table and the plot show it.
+fn repack_label(n: usize) -> String {
+    if n == usize::MAX {
+        "all".into()
+    } else {
+        n.to_string()
+    }
 }
 
 fn escape(text: &str) -> String {

@@ -1,6 +1,6 @@
 //! The tool list across turns: last turn's list carried on, the turn's new tools appended, and
-//! a re-pack by staleness when the list outgrows the policy's limits (the cache model:
-//! [the module's docs](super#the-tool-list-across-turns)).
+//! a re-pack by staleness when the tools that may force one outgrow the policy's limits (the
+//! cache model: [the module's docs](super#the-tool-list-across-turns)).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -32,10 +32,13 @@ impl ContextBuilder {
     /// The list to send: `previous` in its order (a tool the turn needs takes its place there
     /// with this turn's reasons; one gone from the store or now turned away by the tag filters
     /// leaves), then the turn's other `needed` tools (ranked, as
-    /// [`Self::merge_channels`] gave them) at the end. Over `max_tools` or the token budget,
-    /// the list is re-packed: carried tools are evicted, stalest first (ties: the later in the
-    /// list first, which keeps more of the prefix), until a whole turn's tools
-    /// ([`Self::own_tools`], and the same share of the token budget) fit again, so that the next turns can append without another re-pack.
+    /// [`Self::merge_channels`] gave them) at the end.
+    ///
+    /// Only some of those new tools may make room for themselves: the pinned ones, the
+    /// message's, and the conversation channel's best `repack_for_conversation`. The
+    /// conversation's others fill the room the list has left (`max_tools`, the token budget)
+    /// and are reported as [`DropReason::ListFull`] past it. When the tools that may make room
+    /// do not fit, the list takes all the turn's tools and is re-packed ([`Self::repack`]).
     /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
     pub(super) fn carry_over(
         &self,
@@ -45,6 +48,65 @@ impl ContextBuilder {
         dropped: &mut Vec<Dropped>,
     ) -> (Vec<SelectedTool>, usize) {
         let p = self.policy();
+        let (mut list, new) = self.carry_previous(needed, previous, tools_table, dropped);
+        let mut conversation_new = 0;
+        let (may_make_room, fill): (Vec<SelectedTool>, Vec<SelectedTool>) =
+            new.into_iter().partition(|tool| {
+                tool.channel != Channel::Conversation || {
+                    conversation_new += 1;
+                    conversation_new <= p.repack_for_conversation
+                }
+            });
+        list.extend(may_make_room.into_iter().map(Slot::Needed));
+        let mut count = list.len();
+        let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
+        if count <= p.max_tools && !self.over_budget(total, 1.0) {
+            for tool in fill {
+                if count >= p.max_tools || self.over_budget(total + tool.tokens, 1.0) {
+                    dropped.push(Dropped {
+                        key: tool.key,
+                        reason: DropReason::ListFull {
+                            max_tools: p.max_tools,
+                        },
+                        candidate: tool.reasons,
+                    });
+                    continue;
+                }
+                count += 1;
+                total += tool.tokens;
+                list.push(Slot::Needed(tool));
+            }
+        } else {
+            total += fill.iter().map(|t| t.tokens).sum::<usize>();
+            list.extend(fill.into_iter().map(Slot::Needed));
+            total = self.repack(&mut list, total, dropped);
+        }
+
+        // Carried tools rank after the turn's own, in list order.
+        let mut next_rank = list.iter().filter(|s| matches!(s, Slot::Needed(_))).count();
+        let tools: Vec<SelectedTool> = list
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Needed(tool) => tool,
+                Slot::Carried { mut tool, .. } => {
+                    tool.rank = next_rank;
+                    next_rank += 1;
+                    tool
+                }
+            })
+            .collect();
+        (tools, total)
+    }
+
+    /// Last turn's list in its order, a tool the turn needs in its place there, and the turn's
+    /// other `needed` tools, in their order: what [`Self::carry_over`] appends.
+    fn carry_previous(
+        &self,
+        needed: Vec<SelectedTool>,
+        previous: &[PreviousTool],
+        tools_table: RowLookup<'_, Tool>,
+        dropped: &mut Vec<Dropped>,
+    ) -> (Vec<Slot>, Vec<SelectedTool>) {
         let mut needed: Vec<Option<SelectedTool>> = needed.into_iter().map(Some).collect();
         let position: HashMap<Arc<str>, usize> = needed
             .iter()
@@ -93,67 +155,56 @@ impl ContextBuilder {
                 idle,
             });
         }
-        list.extend(needed.into_iter().flatten().map(Slot::Needed));
+        (list, needed.into_iter().flatten().collect())
+    }
 
-        let mut count = list.len();
-        let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
-        // After a re-pack: room for a whole turn's tools (the message's and the
-        // conversation's), in count and in share of the budget.
+    /// Re-packs a `list` of `total` tokens grown past `max_tools` or the token budget: carried
+    /// tools are evicted, stalest first (ties: the later in the list first, which keeps more
+    /// of the prefix), until a whole turn's tools ([`Self::own_tools`], and the same share of
+    /// the token budget) fit again, so that the next turns can append without another
+    /// re-pack. The turn's own tools stay. Returns the tokens left.
+    fn repack(&self, list: &mut Vec<Slot>, mut total: usize, dropped: &mut Vec<Dropped>) -> usize {
+        let p = self.policy();
         let room = p.max_tools.saturating_sub(self.own_tools());
         let share = room as f64 / p.max_tools.max(1) as f64;
-        let over_budget = |total: usize, share: f64| {
-            p.token_budget
-                .is_some_and(|budget| total as f64 > budget as f64 * share)
-        };
-        if count > p.max_tools || over_budget(total, 1.0) {
-            // Stalest first; among equally stale, the later in the list first.
-            let mut order: Vec<(u32, usize)> = list
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| match s {
-                    Slot::Carried { idle, .. } => Some((*idle, i)),
-                    Slot::Needed(_) => None,
-                })
-                .collect();
-            order.sort_unstable_by(|a, b| b.cmp(a));
-            let mut evicted = vec![false; list.len()];
-            for (idle, i) in order {
-                if count <= room && !over_budget(total, share) {
-                    break;
-                }
-                let (Some(slot), Some(out)) = (list.get(i), evicted.get_mut(i)) else {
-                    continue;
-                };
-                let tool = slot.tool();
-                *out = true;
-                count -= 1;
-                total -= tool.tokens;
-                dropped.push(Dropped {
-                    key: Arc::clone(&tool.key),
-                    reason: DropReason::Stale { idle_turns: idle },
-                    candidate: Reasons::one(Reason::KeptFromLastTurn),
-                });
-            }
-            list = list
-                .into_iter()
-                .zip(evicted)
-                .filter_map(|(slot, out)| (!out).then_some(slot))
-                .collect();
-        }
-
-        // Carried tools rank after the turn's own, in list order.
-        let mut next_rank = list.iter().filter(|s| matches!(s, Slot::Needed(_))).count();
-        let tools: Vec<SelectedTool> = list
-            .into_iter()
-            .map(|slot| match slot {
-                Slot::Needed(tool) => tool,
-                Slot::Carried { mut tool, .. } => {
-                    tool.rank = next_rank;
-                    next_rank += 1;
-                    tool
-                }
+        let mut count = list.len();
+        // Stalest first; among equally stale, the later in the list first.
+        let mut order: Vec<(u32, usize)> = list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Slot::Carried { idle, .. } => Some((*idle, i)),
+                Slot::Needed(_) => None,
             })
             .collect();
-        (tools, total)
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut evicted = vec![false; list.len()];
+        for (idle, i) in order {
+            if count <= room && !self.over_budget(total, share) {
+                break;
+            }
+            let (Some(slot), Some(out)) = (list.get(i), evicted.get_mut(i)) else {
+                continue;
+            };
+            let tool = slot.tool();
+            *out = true;
+            count -= 1;
+            total -= tool.tokens;
+            dropped.push(Dropped {
+                key: Arc::clone(&tool.key),
+                reason: DropReason::Stale { idle_turns: idle },
+                candidate: Reasons::one(Reason::KeptFromLastTurn),
+            });
+        }
+        let mut evicted = evicted.into_iter();
+        list.retain(|_| !evicted.next().unwrap_or(false));
+        total
+    }
+
+    /// Whether `total` tokens are over `share` of the policy's token budget (never without one).
+    fn over_budget(&self, total: usize, share: f64) -> bool {
+        self.policy()
+            .token_budget
+            .is_some_and(|budget| total as f64 > budget as f64 * share)
     }
 }

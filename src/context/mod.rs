@@ -35,7 +35,7 @@
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
 //! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
-//! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools` |
+//! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; past its best `repack_for_conversation` new ones, only into a full list's room |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
 //!
 //! How many the message brings follows its evidence: none when its best tool scores under
@@ -57,15 +57,20 @@
 //!    `message.max_tools` more on the message alone: [a turn's channels](#a-turns-channels)).
 //! 2. Last turn's list ([`Turn::previous`]) stays in place, in its order; a tool the turn
 //!    needs keeps its place there. The turn's other tools are appended at the end.
-//! 3. If the list is now longer than `max_tools` (or over the token budget), it is
-//!    **re-packed** once: tools carried from earlier turns are evicted, the stalest first
-//!    (turns since a turn needed it or the model called it: [`PreviousTool::idle_turns`],
-//!    which a [`Conversation`] keeps; among equals the later in the list, which keeps more of
-//!    the prefix), until a whole turn's tools fit again (`max_tools - max_turn_tools -
-//!    message.max_tools`, the message's share counted when the policy reads a turn's
-//!    history; and the same share of the budget). That room lets the next turns append without another
-//!    re-pack, so a topic switch costs one re-pack rather than a little churn every turn. A
-//!    tool the turn needs is never evicted.
+//!    Only some of the new tools may make room for themselves: the pinned ones, the
+//!    message's, and the conversation's best `repack_for_conversation` (1). The rest of the
+//!    conversation's (its ranking's tail, read as much from the history as from the message)
+//!    fill the room the list has left and wait otherwise ([`DropReason::ListFull`]): a
+//!    follow-up makes room for what its message asks, not for its history's tail.
+//! 3. If the tools that may make room do not fit in `max_tools` (or the token budget), the
+//!    list takes all the turn's tools and is **re-packed** once: tools carried from earlier
+//!    turns are evicted, the stalest first (turns since a turn needed it or the model called
+//!    it: [`PreviousTool::idle_turns`], which a [`Conversation`] keeps; among equals the later
+//!    in the list, which keeps more of the prefix), until a whole turn's tools fit again
+//!    (`max_tools - max_turn_tools - message.max_tools`, the message's share counted when the
+//!    policy reads a turn's history; and the same share of the budget). That room lets the
+//!    next turns append without another re-pack, so a topic switch costs one re-pack rather
+//!    than a little churn every turn. A tool the turn needs is never evicted.
 //!
 //! Evicted tools are reported in [`Selection::dropped`] as [`DropReason::Stale`]. Cost: a
 //! hash map of the turn's tools and one pass over last turn's list (a look-up per carried
@@ -123,6 +128,7 @@
 //! | `history_turns`, `history_decay` | 2, 0.5 |
 //! | `recent_tool_weight` | 0.5 |
 //! | `keep_recently_used`, `keep_previous` | true, true |
+//! | `repack_for_conversation` | 1 |
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |

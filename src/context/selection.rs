@@ -263,6 +263,12 @@ pub enum DropReason {
     },
     /// Pinned or named, but not in the store.
     NotFound,
+    /// Brought by the message read with its history, past the conversation's tools that may
+    /// make room (`repack_for_conversation`), when the list carried across turns was full.
+    ListFull {
+        /// The list's length (`max_tools`).
+        max_tools: usize,
+    },
     /// Carried from earlier turns, evicted when the list was re-packed: the stalest go first.
     Stale {
         /// Turns since a turn last needed it or the model last called it.
