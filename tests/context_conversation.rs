@@ -378,10 +378,10 @@ fn a_tool_listed_twice_is_carried_once_in_its_first_place() {
     assert_eq!(keys(&s), [key("cache"), key("weather"), key("pods")]);
 }
 
-/// A follow-up's history-read tools past `repack_for_conversation` only fill the room a full
-/// list has left: the list stays a prefix-stable extension, and they are reported as
-/// `ListFull`. The tools that may make room, once they do not fit, re-pack the list with the
-/// whole turn's tools.
+/// A follow-up's history-read search hits past `repack_for_conversation` only fill the room a
+/// full list has left: the list stays a prefix-stable extension, and they are reported as
+/// `ListFull`. The tools that may make room (and those the model found), once they do not fit,
+/// re-pack the list with the whole turn's tools.
 #[test]
 fn the_conversations_tail_fills_room_and_only_its_best_may_re_pack() {
     let store = store();
@@ -465,4 +465,19 @@ fn the_conversations_tail_fills_room_and_only_its_best_may_re_pack() {
         3
     );
     assert!(stale(&s).is_empty());
+
+    // A tool the model found with `search_tools` is asked for, not a ranking's tail: it makes
+    // room even so.
+    let previous =
+        ["flight", "hotel", "invoice", "calendar", "email"].map(|t| PreviousTool::new(key(t), 0));
+    let found = Turn::new("the weather pods cache")
+        .with_history(["anything else?"])
+        .with_previous(previous)
+        .with_discovered([key("translate")]);
+    let s = ContextBuilder::with_policy(policy(0))
+        .expect("policy")
+        .select(&snap, &found)
+        .expect("select");
+    assert!(s.contains(&key("translate")), "{:?}", keys(&s));
+    assert!(!stale(&s).is_empty());
 }

@@ -1,8 +1,9 @@
 //! `capstore eval --conversations FILE --sweep [--plot FILE.svg]`: the multi-turn figures over a
 //! grid of list settings (tools a turn selects, tools the list holds, tools the message alone
-//! brings, the conversation's tools that may re-pack a full list), lexical and, with `--embedder`, hybrid; a table on stdout and, with `--plot`, recall
-//! against tokens a turn as an SVG with the default policy marked. What the default was chosen
-//! from (BENCHMARKS.md, "Conversations").
+//! brings, the conversation's tools that may re-pack a full list), lexical and, with
+//! `--embedder`, hybrid; a table on stdout and, with `--plot`, recall against tokens a turn as
+//! an SVG with the default policy marked. What the default was chosen from (BENCHMARKS.md,
+//! "Conversations").
 
 use std::fmt::Write as _;
 use std::sync::Arc;

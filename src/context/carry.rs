@@ -1,5 +1,5 @@
 //! The tool list across turns: last turn's list carried on, the turn's new tools appended, and
-//! a re-pack by staleness when the tools that may force one outgrow the policy's limits (the
+//! a re-pack by staleness when the tools that may make room outgrow the policy's limits (the
 //! cache model: [the module's docs](super#the-tool-list-across-turns)).
 
 use std::collections::{HashMap, HashSet};
@@ -35,9 +35,10 @@ impl ContextBuilder {
     /// [`Self::merge_channels`] gave them) at the end.
     ///
     /// Only some of those new tools may make room for themselves: the pinned ones, the
-    /// message's, and the conversation channel's best `repack_for_conversation`. The
-    /// conversation's others fill the room the list has left (`max_tools`, the token budget)
-    /// and are reported as [`DropReason::ListFull`] past it. When the tools that may make room
+    /// message's, those the model found with `search_tools` or called lately, and the best
+    /// `repack_for_conversation` of the conversation channel's search hits. The conversation's
+    /// other hits fill the room the list has left (`max_tools`, the token budget) and are
+    /// reported as [`DropReason::ListFull`] past it. When the tools that may make room
     /// do not fit, the list takes all the turn's tools and is re-packed ([`Self::repack`]).
     /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
     pub(super) fn carry_over(
@@ -49,12 +50,18 @@ impl ContextBuilder {
     ) -> (Vec<SelectedTool>, usize) {
         let p = self.policy();
         let (mut list, new) = self.carry_previous(needed, previous, tools_table, dropped);
-        let mut conversation_new = 0;
+        // The conversation's search hits past its best few only fill; what the model found
+        // with `search_tools` or called lately may make room like the message's tools.
+        let mut searched = 0;
         let (may_make_room, fill): (Vec<SelectedTool>, Vec<SelectedTool>) =
             new.into_iter().partition(|tool| {
-                tool.channel != Channel::Conversation || {
-                    conversation_new += 1;
-                    conversation_new <= p.repack_for_conversation
+                let asked = matches!(
+                    tool.reasons.first(),
+                    Some(Reason::Discovered | Reason::RecentlyUsed)
+                );
+                tool.channel != Channel::Conversation || asked || {
+                    searched += 1;
+                    searched <= p.repack_for_conversation
                 }
             });
         list.extend(may_make_room.into_iter().map(Slot::Needed));

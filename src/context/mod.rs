@@ -35,7 +35,7 @@
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
 //! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
-//! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; past its best `repack_for_conversation` new ones, only into a full list's room |
+//! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; of its search hits new to the list, all but the best `repack_for_conversation` only while the list has room |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
 //!
 //! How many the message brings follows its evidence: none when its best tool scores under
@@ -58,10 +58,11 @@
 //! 2. Last turn's list ([`Turn::previous`]) stays in place, in its order; a tool the turn
 //!    needs keeps its place there. The turn's other tools are appended at the end.
 //!    Only some of the new tools may make room for themselves: the pinned ones, the
-//!    message's, and the conversation's best `repack_for_conversation` (1). The rest of the
-//!    conversation's (its ranking's tail, read as much from the history as from the message)
-//!    fill the room the list has left and wait otherwise ([`DropReason::ListFull`]): a
-//!    follow-up makes room for what its message asks, not for its history's tail.
+//!    message's, those the model found with `search_tools` or called lately, and the best
+//!    `repack_for_conversation` (1) of the conversation's search hits. The conversation's
+//!    other hits (its ranking's tail, read as much from the history as from the message) fill
+//!    the room the list has left and wait otherwise ([`DropReason::ListFull`]): a follow-up
+//!    makes room for what its message asks, not for its history's tail.
 //! 3. If the tools that may make room do not fit in `max_tools` (or the token budget), the
 //!    list takes all the turn's tools and is **re-packed** once: tools carried from earlier
 //!    turns are evicted, the stalest first (turns since a turn needed it or the model called

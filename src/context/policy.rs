@@ -292,12 +292,13 @@ pub struct SelectionPolicy {
     /// Carry last turn's list on: its tools stay in place and the turn's new tools are
     /// appended, until the list must be re-packed. Default true.
     pub keep_previous: bool,
-    /// Of the tools new to the list that the message read with its history brings (the
-    /// conversation channel), how many, its best, may make room for themselves in a full list
-    /// by a re-pack; the others enter only into the room left (`max_tools`, the token budget),
-    /// so that a follow-up re-packs for what its message asks rather than for the tail of its
-    /// history's ranking. The message channel's tools, named and pinned ones may always make
-    /// room. Default 1; `max_turn_tools` or more lets every tool of the turn make room.
+    /// Of the tools new to the list that the search of the message read with its history
+    /// brings (the conversation channel), how many, its best, may make room for themselves in
+    /// a full list by a re-pack; the others enter only into the room left (`max_tools`, the
+    /// token budget), so that a follow-up re-packs for what its message asks rather than for
+    /// the tail of its history's ranking. The message channel's tools, named and pinned ones,
+    /// and those the model found with `search_tools` or called lately may always make room.
+    /// Default 1; `max_turn_tools` or more lets every tool of the turn make room.
     pub repack_for_conversation: usize,
     /// Match tool names written in the message (`get_weather`, `github/search`) first.
     /// Default true.

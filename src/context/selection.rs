@@ -263,8 +263,8 @@ pub enum DropReason {
     },
     /// Pinned or named, but not in the store.
     NotFound,
-    /// Brought by the message read with its history, past the conversation's tools that may
-    /// make room (`repack_for_conversation`), when the list carried across turns was full.
+    /// A search hit of the message read with its history, past the best that may make room
+    /// (`repack_for_conversation`), when the list carried across turns was full.
     ListFull {
         /// The list's length (`max_tools`).
         max_tools: usize,
