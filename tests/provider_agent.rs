@@ -314,3 +314,86 @@ async fn the_agent_emits_turn_and_selection_events_with_the_selection() {
         other => panic!("expected SelectionMade, got {other:?}"),
     }
 }
+
+/// A catalog tool named like the discovery tool is exported under another name, so the request
+/// names each tool once: the model's `search_tools` call searches, and its call of the catalog
+/// tool's own export name runs that tool, even one keyed `search_tools` itself.
+#[tokio::test]
+async fn a_catalog_tool_named_search_tools_neither_clashes_with_nor_shadows_the_discovery_tool() {
+    let store = store();
+    store
+        .write(|tx| {
+            register_tool(
+                tx,
+                Tool::new("search_tools", "Search the tool shed inventory").with_source("shed"),
+                |_| async move { Ok(json!("shed")) },
+            )?;
+            register_tool(
+                tx,
+                Tool::new("search_tools", "Search the legacy tool registry"),
+                |_| async move { Ok(json!("legacy")) },
+            )?;
+            Ok::<_, capstore::StoreError>(())
+        })
+        .expect("store");
+    let export = ToolExport::for_snapshot(&store.snapshot()).expect("export");
+    let shed = export
+        .export_name("shed/search_tools")
+        .expect("named")
+        .to_string();
+    let legacy = export
+        .export_name("search_tools")
+        .expect("named")
+        .to_string();
+    // The two clash, so the one with a source takes `source__name`; the other, left with the
+    // reserved name, a hash suffix.
+    assert_eq!(shed, "shed__search_tools");
+    assert!(legacy.starts_with("search_tools_"), "{legacy}");
+    assert_eq!(export.resolve("search_tools"), None);
+
+    let (model, seen) = Scripted::new(vec![
+        call("1", "search_tools", json!({"query": "tool shed inventory"})),
+        call("2", &shed, json!({})),
+        call("3", &legacy, json!({})),
+        ModelReply::Final("done".into()),
+    ]);
+    let pinned = capstore::context::SelectionPolicy {
+        pinned_tools: vec!["shed/search_tools".into(), "search_tools".into()],
+        ..Default::default()
+    };
+    let agent = Agent::new(store, model)
+        .with_builder(Some(ContextBuilder::with_policy(pinned).expect("policy")));
+    let mut session = agent.session();
+    let outcome = agent
+        .run_turn(&mut session, "what is in the tool shed inventory?")
+        .await
+        .expect("turn");
+    assert_eq!(
+        outcome.calls,
+        [
+            ("search_tools".to_string(), true),
+            ("shed/search_tools".to_string(), true),
+            ("search_tools".to_string(), true)
+        ]
+    );
+    let seen = seen.lock();
+    // Each name once in the request: the discovery tool's and the two catalog tools'.
+    let names = tool_names(&seen[0]);
+    for name in ["search_tools", shed.as_str(), legacy.as_str()] {
+        assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{names:?}");
+    }
+    // What each call returned: the search's findings, then each catalog tool's own result.
+    let results: Vec<String> = seen[3]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult { content, .. } => Some(content.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(results[0].contains("shed/search_tools"), "{results:?}");
+    assert!(
+        results[1].contains("shed") && results[2].contains("legacy"),
+        "{results:?}"
+    );
+}

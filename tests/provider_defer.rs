@@ -153,3 +153,61 @@ fn each_provider_gets_its_own_search_tool() {
     }
     assert_eq!(ToolSearch::OpenAiResponses.anthropic_beta(), None);
 }
+
+/// A catalog tool named like a hosted search tool is exported under another name, so the
+/// request's `tools` array names every tool once, and a call by the search tool's name never
+/// resolves to the catalog tool.
+#[test]
+fn a_catalog_tool_named_like_the_search_tool_takes_another_name() {
+    let store = catalog();
+    store
+        .write(|tx| {
+            tx.insert(
+                &TOOLS,
+                capstore::Tool::new("tool_search_tool_bm25", "Search the tool shed")
+                    .with_source("shed"),
+            )?;
+            tx.insert(
+                &TOOLS,
+                capstore::Tool::new("tool_search_tool_regex", "Grep the tool shed"),
+            )
+        })
+        .expect("insert");
+    let snap = store.snapshot();
+    let selection = ContextBuilder::new()
+        .select(&snap, &Turn::new("search the tool shed"))
+        .expect("select");
+    let export = ToolExport::for_snapshot(&snap).expect("export");
+    for search in [ToolSearch::AnthropicBm25, ToolSearch::AnthropicRegex] {
+        let tools = export
+            .with_deferred(search, &snap, &selection)
+            .expect("tools");
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(names.len(), tools.len());
+        assert_eq!(tools[0]["name"], search.tool_json()["name"]);
+    }
+    for (key, reserved) in [
+        ("shed/tool_search_tool_bm25", "tool_search_tool_bm25"),
+        ("tool_search_tool_regex", "tool_search_tool_regex"),
+    ] {
+        let exported = export.export_name(key).expect("named");
+        assert!(exported.starts_with(&format!("{reserved}_")), "{exported}");
+        assert_eq!(export.resolve(exported), Some(key));
+        assert_eq!(export.resolve(reserved), None);
+    }
+    // Every name a search tool goes by is reserved.
+    for search in SEARCHES {
+        if let Some(name) = search.tool_json()["name"].as_str() {
+            assert!(
+                capstore::tools::RESERVED_EXPORT_NAMES.contains(&name),
+                "{name}"
+            );
+        }
+    }
+    assert!(capstore::tools::RESERVED_EXPORT_NAMES.contains(&capstore::context::SEARCH_TOOLS));
+    assert!(capstore::tools::RESERVED_EXPORT_NAMES.contains(&"call_tool"));
+}

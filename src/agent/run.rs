@@ -457,7 +457,9 @@ impl<M: Model> Agent<M> {
         let mut tools = export.selection_json(self.provider, &selection);
         if self.offer_search_tools {
             let def = search_tools_definition();
-            tools.push(export.tool_json(self.provider, SEARCH_TOOLS, &def));
+            // Under its own name, never a catalog tool's: the export reserves it
+            // (`RESERVED_EXPORT_NAMES`), even from a catalog tool keyed `search_tools`.
+            tools.push(ToolExport::default().tool_json(self.provider, SEARCH_TOOLS, &def));
         }
         session.messages.push(Message::User {
             text: user_message.to_string(),
@@ -541,7 +543,8 @@ impl<M: Model> Agent<M> {
                     // Map the provider-safe name back; a name the export does not know may be a
                     // qualified name already (models sometimes echo them).
                     let key = export.resolve(&call.name).unwrap_or(&call.name).to_string();
-                    let gated = self.needs_approval(snap, &key);
+                    let gated =
+                        !self.is_search_tools(&call.name) && self.needs_approval(snap, &key);
                     let pending = PendingCall {
                         call,
                         tool: key,
@@ -597,13 +600,17 @@ impl<M: Model> Agent<M> {
         }
     }
 
+    /// Whether the model called the discovery tool: by the name it was offered under, which no
+    /// catalog tool is exported as (`RESERVED_EXPORT_NAMES`), so a catalog tool of that name,
+    /// exported under another, still runs as itself.
+    fn is_search_tools(&self, called: &str) -> bool {
+        self.offer_search_tools && called == SEARCH_TOOLS
+    }
+
     fn needs_approval(&self, snapshot: &Snapshot, key: &str) -> bool {
         let Some(approvals) = &self.approvals else {
             return false;
         };
-        if self.offer_search_tools && key == SEARCH_TOOLS {
-            return false;
-        }
         let tool = snapshot.get(&TOOLS, key).ok().flatten();
         approvals.policy().requires(key, tool)
     }
@@ -666,7 +673,7 @@ impl<M: Model> Agent<M> {
         selected: &[String],
     ) -> (String, Value, bool) {
         let (key, call) = (call.tool.clone(), &call.call);
-        if self.offer_search_tools && key == SEARCH_TOOLS {
+        if self.is_search_tools(&call.name) {
             return match search_tools(snapshot, &call.arguments) {
                 Ok(found) => {
                     session

@@ -21,8 +21,9 @@
 //!   depend on the order the tools come in):
 //!   1. the name with every other character replaced by `_` ([`sanitize`]);
 //!   2. where two tools of the set would share that, each takes `source__name`, sanitized;
-//!   3. where they still clash, or a name is over 64 characters, a `_` and 8 hex digits of a hash
-//!      of the qualified name replace the tail.
+//!   3. where they still clash, a name is over 64 characters or it is one a request's own tool
+//!      takes ([`RESERVED_EXPORT_NAMES`]: `search_tools`, `call_tool`, Anthropic's tool
+//!      searches), a `_` and 8 hex digits of a hash of the qualified name replace the tail.
 
 mod compact;
 mod names;
@@ -32,8 +33,8 @@ mod text;
 
 pub(crate) use names::refuse;
 pub use names::{
-    MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, bare_name, check_name, check_tool_name, export_names,
-    is_provider_safe, name_counts, sanitize,
+    MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, RESERVED_EXPORT_NAMES, bare_name, check_name,
+    check_tool_name, export_names, is_provider_safe, name_counts, sanitize,
 };
 pub use record::{Tool, check_label};
 pub use schema::InputSchema;

@@ -12,6 +12,26 @@ pub const MAX_NAME_LEN: usize = 256;
 /// The longest name providers accept.
 pub const MAX_EXPORT_LEN: usize = 64;
 
+/// Export names that a request's own tools take, so no catalog tool is exported under them:
+/// capstore's discovery tool ([`SEARCH_TOOLS`](crate::context::SEARCH_TOOLS)), the gateway's
+/// `call_tool` and Anthropic's hosted tool searches ([`ToolSearch`](crate::provider::ToolSearch)).
+/// A catalog tool whose
+/// name would be one of these takes a hash suffix instead, as in a clash ([`export_names`]),
+/// so the model's call by one of these names always means the request's own tool.
+///
+/// ```
+/// use capstore::tools::{export_names, NameParts, RESERVED_EXPORT_NAMES};
+/// assert!(RESERVED_EXPORT_NAMES.contains(&"search_tools"));
+/// let names = export_names([NameParts { qualified: "x/search_tools", name: "search_tools", source: Some("x") }]);
+/// assert!(names["x/search_tools"].starts_with("search_tools_") && names["x/search_tools"].len() == 21);
+/// ```
+pub const RESERVED_EXPORT_NAMES: [&str; 4] = [
+    "search_tools",
+    "call_tool",
+    "tool_search_tool_bm25",
+    "tool_search_tool_regex",
+];
+
 /// Checks a source, a skill's name or a hook's id (or a tool's name when the tool has no
 /// source) against the store's naming rules: not empty, at most [`MAX_NAME_LEN`] bytes, no
 /// control characters, no `/`, no leading or trailing white space.
@@ -193,7 +213,8 @@ pub fn export_names<'a>(
         .iter()
         .zip(&second)
         .map(|(t, candidate)| {
-            let unique = second_counts[candidate.as_str()] == 1;
+            let unique = second_counts[candidate.as_str()] == 1
+                && !RESERVED_EXPORT_NAMES.contains(&candidate.as_str());
             let name = if unique && candidate.len() <= MAX_EXPORT_LEN {
                 candidate.clone()
             } else {
