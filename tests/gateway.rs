@@ -382,22 +382,25 @@ fn calls_are_concurrent_and_cancellation_reaches_upstream() {
         reply["result"]["content"][0]["text"], "meanwhile",
         "{reply}"
     );
+    // Cancel once the slow call runs upstream: a call cancelled before it got there has
+    // nothing upstream to cancel (the calls reach it in either order).
+    let wait_for = |what: &str, failure: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let seen = std::fs::read_to_string(&log).unwrap_or_default();
+            if seen.contains(what) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{failure}: {seen:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("started slow", "the slow call never reached upstream");
     raw.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "the user pressed stop"}}),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let seen = std::fs::read_to_string(&log).unwrap_or_default();
-        if seen.contains("cancelled") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "upstream saw no cancellation: {seen:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for("cancelled", "upstream saw no cancellation");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
