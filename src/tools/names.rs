@@ -15,15 +15,17 @@ pub const MAX_EXPORT_LEN: usize = 64;
 /// Export names that a request's own tools take, so no catalog tool is exported under them:
 /// capstore's discovery tool ([`SEARCH_TOOLS`](crate::context::SEARCH_TOOLS)), the gateway's
 /// `call_tool` and Anthropic's hosted tool searches ([`ToolSearch`](crate::provider::ToolSearch)).
-/// A catalog tool whose
-/// name would be one of these takes a hash suffix instead, as in a clash ([`export_names`]),
-/// so the model's call by one of these names always means the request's own tool.
+/// A catalog tool whose name would be one of these takes a hash suffix instead, as in a clash
+/// ([`export_names`]), so the model's call by one of these names always means the request's
+/// own tool. (Written out here, below the modules that own those tools; `tests/provider_defer.rs`
+/// checks that the list names them all.)
 ///
 /// ```
 /// use capstore::tools::{export_names, NameParts, RESERVED_EXPORT_NAMES};
 /// assert!(RESERVED_EXPORT_NAMES.contains(&"search_tools"));
-/// let names = export_names([NameParts { qualified: "x/search_tools", name: "search_tools", source: Some("x") }]);
-/// assert!(names["x/search_tools"].starts_with("search_tools_") && names["x/search_tools"].len() == 21);
+/// let shed = NameParts { qualified: "x/search_tools", name: "search_tools", source: Some("x") };
+/// let exported = &export_names([shed])["x/search_tools"];
+/// assert!(exported.starts_with("search_tools_") && exported.len() == 21);
 /// ```
 pub const RESERVED_EXPORT_NAMES: [&str; 4] = [
     "search_tools",
