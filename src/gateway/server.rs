@@ -11,7 +11,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
-use crate::context::{ContextBuilder, SelectionPolicy, Turn};
+use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
@@ -106,12 +106,13 @@ impl std::fmt::Display for GatewayError {
 
 impl std::error::Error for GatewayError {}
 
-const SEARCH: &str = "search_tools";
 /// The most characters of a `search_tools` query that are read; the rest is ignored (and the
 /// answer says so).
 pub const MAX_QUERY_CHARS: usize = 1_000;
 /// The most characters of the query echoed back in a `search_tools` answer.
 const ECHOED_QUERY_CHARS: usize = 100;
+/// The gateway's tool that forwards a call to an upstream tool in search mode (a name the
+/// export reserves: [`crate::tools::RESERVED_EXPORT_NAMES`]).
 const CALL: &str = "call_tool";
 
 impl Gateway {
@@ -585,7 +586,7 @@ fn listed_tool(name: &str, tool: &Tool) -> rmcp::model::Tool {
 fn search_tool(snap: &Snapshot) -> rmcp::model::Tool {
     let count = snap.count(&TOOLS).unwrap_or(0);
     rmcp::model::Tool::new(
-        SEARCH,
+        SEARCH_TOOLS,
         format!(
             "Find the right tool among the {count} tools of the connected MCP servers. Describe \
              the task in plain words; the answer lists the best-matching tools with their \
@@ -657,7 +658,7 @@ impl ServerHandler for Gateway {
         let args = request.arguments.unwrap_or_default();
         let search_mode = self.shared.options.mode == Mode::Search;
         let result = match &*request.name {
-            SEARCH if search_mode => self.search(&args)?,
+            SEARCH_TOOLS if search_mode => self.search(&args)?,
             CALL if search_mode => {
                 let name = args.get("name").and_then(Value::as_str).ok_or_else(|| {
                     ErrorData::invalid_params("call_tool needs a `name` string", None)
@@ -706,8 +707,16 @@ impl Gateway {
 
 #[cfg(test)]
 mod tests {
-    use super::{cut, rfc3339};
+    use super::{CALL, SEARCH_TOOLS, cut, rfc3339};
+    use crate::tools::RESERVED_EXPORT_NAMES;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn the_gateways_own_tool_names_are_reserved_in_exports() {
+        // An upstream tool is listed under its export name, which never takes these.
+        assert!(RESERVED_EXPORT_NAMES.contains(&SEARCH_TOOLS));
+        assert!(RESERVED_EXPORT_NAMES.contains(&CALL));
+    }
 
     #[test]
     fn times_are_rfc3339_utc() {
