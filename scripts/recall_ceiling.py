@@ -14,7 +14,8 @@ K in 16, 24 and 40, lexical and (with --embedder) hybrid, and reads each turn's 
   and that list's size.
 
 Usage: scripts/recall_ceiling.py CAPSTORE_BINARY CONVERSATIONS.jsonl [--embedder DIR]
-Standard library only. BENCHMARKS.md, "Conversations", has the figures and the commands.
+Standard library only. BENCHMARKS.md, "Conversations", has the command; BENCHMARKS-LOG.md,
+"Conversations", the figures of its last run.
 """
 
 import json
