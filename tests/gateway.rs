@@ -2,12 +2,13 @@
 //! this project wrote), and by raw JSON-RPC lines for what a well-behaved SDK never sends.
 #![cfg(feature = "cli")]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
+use common::gateway::{GatewayProcess as Gateway, HttpGateway};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
@@ -52,94 +53,6 @@ fn the_official_python_client_uses_the_gateway() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// A gateway process spoken to in raw JSON-RPC lines.
-struct Raw {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Raw {
-    fn start(config: &Path, extra: &[&str]) -> Raw {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .arg("serve")
-            .arg("--mcp-config")
-            .arg(config)
-            .args(extra)
-            .current_dir(root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("capstore serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout holds only JSON-RPC: {line:?}: {e}"));
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut raw = Raw {
-            child,
-            stdin,
-            lines,
-        };
-        raw.send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-        );
-        let init = raw.reply(0);
-        assert_eq!(init["result"]["serverInfo"]["name"], "capstore", "{init}");
-        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.send_line(&message.to_string());
-    }
-
-    fn send_line(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// The next message with `id`, skipping notifications and other replies.
-    fn reply(&self, id: i64) -> Value {
-        self.wait(|m| m["id"] == id)
-    }
-
-    fn wait(&self, wanted: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let message = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the gateway answers within 30 s");
-            if wanted(&message) {
-                return message;
-            }
-        }
-    }
-
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.reply(id)
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn fault_config(dir: &Path) -> PathBuf {
     let config = dir.join("mcp.json");
     let script = root().join("tests/fixtures/mcp/servers/fault_server.py");
@@ -159,24 +72,23 @@ fn fault_config(dir: &Path) -> PathBuf {
 #[test]
 fn malformed_requests_are_answered_and_the_gateway_keeps_serving() {
     let dir = scratch("raw");
-    let mut raw = Raw::start(&fault_config(&dir), &[]);
+    let mut gateway = Gateway::start(&fault_config(&dir), &[]);
     // Not JSON at all: nothing to answer (no id), nothing breaks.
-    raw.send_line("this is not json {");
+    gateway.send_line("this is not json {");
     // tools/call without a name.
-    let reply = raw.request(1, "tools/call", json!({"arguments": {}}));
+    let reply = gateway.request("tools/call", json!({"arguments": {}}));
     assert!(reply["error"]["code"].is_i64(), "{reply}");
     // A method nobody serves.
-    let reply = raw.request(2, "tools/fly", json!({}));
+    let reply = gateway.request("tools/fly", json!({}));
     assert_eq!(reply["error"]["code"], -32601, "{reply}");
     // call_tool with arguments that are not an object.
-    let reply = raw.request(
-        3,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "call_tool", "arguments": {"name": "f/echo", "arguments": [1]}}),
     );
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     // A tool the client may not call directly in search mode.
-    let reply = raw.request(4, "tools/call", json!({"name": "f/echo", "arguments": {}}));
+    let reply = gateway.request("tools/call", json!({"name": "f/echo", "arguments": {}}));
     assert!(
         reply["error"]["message"]
             .as_str()
@@ -185,8 +97,7 @@ fn malformed_requests_are_answered_and_the_gateway_keeps_serving() {
         "{reply}"
     );
     // Still serving.
-    let reply = raw.request(
-        5,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "call_tool",
         "arguments": {"name": "f/echo", "arguments": {"message": "still here"}}}),
@@ -202,8 +113,8 @@ fn malformed_requests_are_answered_and_the_gateway_keeps_serving() {
 #[test]
 fn all_mode_lists_every_tool_and_passes_list_changes_on() {
     let dir = scratch("all");
-    let mut raw = Raw::start(&fault_config(&dir), &["--mode", "all", "--no-quarantine"]);
-    let listed = raw.request(1, "tools/list", json!({}));
+    let mut gateway = Gateway::start(&fault_config(&dir), &["--mode", "all", "--no-quarantine"]);
+    let listed = gateway.request("tools/list", json!({}));
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
         .expect("tools")
@@ -221,8 +132,7 @@ fn all_mode_lists_every_tool_and_passes_list_changes_on() {
     }
     assert!(names.iter().all(|n| capstore::tools::is_provider_safe(n)));
     // Called by its exported name, forwarded to its server.
-    let reply = raw.request(
-        2,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "user-profile_update", "arguments": {}}),
     );
@@ -231,13 +141,12 @@ fn all_mode_lists_every_tool_and_passes_list_changes_on() {
         "{reply}"
     );
     // The server adds a tool: the client is told, and the new tool is listed.
-    raw.request(
-        3,
+    gateway.request(
         "tools/call",
         json!({"name": "grow", "arguments": {"name": "brand_new"}}),
     );
-    raw.wait(|m| m["method"] == "notifications/tools/list_changed");
-    let listed = raw.request(4, "tools/list", json!({}));
+    gateway.wait(|m| m["method"] == "notifications/tools/list_changed");
+    let listed = gateway.request("tools/list", json!({}));
     assert!(
         listed["result"]["tools"]
             .as_array()
@@ -254,10 +163,8 @@ fn all_mode_lists_every_tool_and_passes_list_changes_on() {
 #[test]
 fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
     let dir = scratch("catalog");
-    let mut raw = Raw::start(&fault_config(&dir), &["--bundled"]);
-    let reply = raw.request(
-        1,
-        "tools/call",
+    let mut gateway = Gateway::start(&fault_config(&dir), &["--bundled"]);
+    let reply = gateway.request("tools/call",
         json!({"name": "search_tools", "arguments": {"query": "weather forecast for Oslo tomorrow", "limit": 3}}),
     );
     let found = &reply["result"]["structuredContent"]["tools"];
@@ -269,8 +176,7 @@ fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
     assert_eq!(first["runnable"], false, "{first}");
     assert!(found.as_array().expect("tools").len() <= 3);
     let name = first["name"].as_str().expect("name");
-    let reply = raw.request(
-        2,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "call_tool",
         "arguments": {"name": name, "arguments": {"location": "Oslo"}}}),
@@ -284,8 +190,7 @@ fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
         "{reply}"
     );
     // The live servers' tools are runnable beside them.
-    let reply = raw.request(
-        3,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "search_tools",
         "arguments": {"query": "echo a message back"}}),
@@ -307,26 +212,21 @@ fn catalog_tools_are_searchable_and_say_they_are_not_runnable() {
 fn held_new_tools_wait_for_approval() {
     let dir = scratch("hold");
     let config = fault_config(&dir);
-    let mut raw = Raw::start(&config, &["--hold-new-tools"]);
+    let mut gateway = Gateway::start(&config, &["--hold-new-tools"]);
     let call = |name: &str, arguments: Value| json!({"name": "call_tool", "arguments": {"name": name, "arguments": arguments}});
-    let reply = raw.request(1, "tools/call", call("f/echo", json!({"message": "first"})));
+    let reply = gateway.request("tools/call", call("f/echo", json!({"message": "first"})));
     assert_eq!(reply["result"]["content"][0]["text"], "first", "{reply}");
-    let reply = raw.request(
-        2,
+    let reply = gateway.request(
         "tools/call",
         call("time/get_current_time", json!({"timezone": "UTC"})),
     );
     assert_ne!(reply["result"]["isError"], true, "{reply}");
-    raw.request(
-        3,
-        "tools/call",
-        call("f/grow", json!({"name": "late_tool"})),
-    );
+    gateway.request("tools/call", call("f/grow", json!({"name": "late_tool"})));
     // The new tool is held back (kept out of the store by the hub) and a call says why.
-    let mut id = 4;
+    let mut tries = 0;
     let held = loop {
-        let reply = raw.request(id, "tools/call", call("f/late_tool", json!({})));
-        id += 1;
+        let reply = gateway.request("tools/call", call("f/late_tool", json!({})));
+        tries += 1;
         let text = reply["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or("")
@@ -334,7 +234,7 @@ fn held_new_tools_wait_for_approval() {
         if text.contains("quarantined") {
             break text;
         }
-        assert!(id < 200, "never quarantined: {reply}");
+        assert!(tries < 200, "never quarantined: {reply}");
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(held.contains("new on its server"), "{held}");
@@ -366,14 +266,13 @@ fn calls_are_concurrent_and_cancellation_reaches_upstream() {
         .to_string(),
     )
     .expect("config");
-    let mut raw = Raw::start(&config, &[]);
-    raw.send(
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-        "name": "call_tool", "arguments": {"name": "f/slow", "arguments": {}}}}),
+    let mut gateway = Gateway::start(&config, &[]);
+    let slow = gateway.send_request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "f/slow", "arguments": {}}}),
     );
     // While the slow call runs (30 s upstream), another one is answered.
-    let reply = raw.request(
-        8,
+    let reply = gateway.request(
         "tools/call",
         json!({"name": "call_tool",
         "arguments": {"name": "f/echo", "arguments": {"message": "meanwhile"}}}),
@@ -396,9 +295,9 @@ fn calls_are_concurrent_and_cancellation_reaches_upstream() {
         }
     };
     wait_for("started slow", "the slow call never reached upstream");
-    raw.send(
+    gateway.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 7, "reason": "the user pressed stop"}}),
+        "params": {"requestId": slow, "reason": "the user pressed stop"}}),
     );
     wait_for("cancelled", "upstream saw no cancellation");
     let _ = std::fs::remove_dir_all(&dir);
@@ -426,46 +325,23 @@ fn streamable_http_serves_the_python_client_on_loopback_only() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("loopback addresses only"), "{stderr}");
 
-    // A port that was free a moment ago.
+    // The address asked for (a port that was free a moment ago) is the one served.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_capstore"))
-        .args(["serve", "--mcp-config", config, "--http", &addr])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the gateway starts");
-    // Serving once it says so on stderr (after its upstream server is connected).
-    let stderr = BufReader::new(gateway.stderr.take().expect("stderr"));
-    let (ready_tx, ready) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if line.starts_with("serving MCP at http://") {
-                let _ = ready_tx.send(line);
-            }
-        }
-    });
-    let line = ready.recv_timeout(Duration::from_secs(30));
-    let client = line.as_ref().ok().map(|_| {
+    let out = {
+        let gateway = HttpGateway::start(Path::new(config), &addr, &[]);
+        assert_eq!(gateway.mcp, format!("http://{addr}/mcp"));
         Command::new(installed("venv/bin/python"))
             .arg(root().join("tests/gateway/http_client.py"))
-            .arg(format!("http://{addr}/mcp"))
+            .arg(&gateway.mcp)
             .current_dir(root())
             .output()
             .expect("the client runs")
-    });
-    let _ = gateway.kill();
-    let _ = gateway.wait();
+    };
     let _ = std::fs::remove_dir_all(&work);
-    assert_eq!(
-        line.as_deref().ok(),
-        Some(&*format!("serving MCP at http://{addr}/mcp"))
-    );
-    let out = client.expect("ran");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("gateway-http: 6 passed, 0 failed"),

@@ -3,13 +3,15 @@
 //! official MCP Python SDK on the MCP side; and the page's guard, by raw HTTP requests.
 #![cfg(feature = "cli")]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::gateway::HttpGateway;
 use serde_json::json;
 
 fn root() -> &'static Path {
@@ -45,11 +47,8 @@ const HOSTILE: &str = "Echo a message back. <script>window.pwned=1</script><img 
 /// `capstore serve --http 127.0.0.1:0 EXTRA...` over `mut` (the rug-pull fixture), `time` (a
 /// real server from PyPI) and `gone` (a server that exits at start); killed when dropped.
 struct Served {
-    child: Child,
+    http: HttpGateway,
     config: PathBuf,
-    mcp: String,
-    page: String,
-    port: u16,
 }
 
 impl Served {
@@ -66,69 +65,16 @@ impl Served {
             .to_string(),
         )
         .expect("config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .args(["serve", "--mcp-config"])
-            .arg(&config)
-            .args(["--http", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the gateway starts");
-        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let (mut mcp, mut page) = (None, None);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while page.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(line) = lines.recv_timeout(left) else {
-                let _ = child.kill();
-                panic!("the gateway printed no page address within 60 s");
-            };
-            if let Some(url) = line.strip_prefix("serving MCP at ") {
-                mcp = Some(url.to_string());
-            }
-            if let Some(url) = line.strip_prefix("admin page at ") {
-                page = Some(url.to_string());
-            }
-        }
-        let (mcp, page) = (mcp.expect("the MCP address first"), page.expect("page"));
-        let port = mcp
-            .strip_prefix("http://127.0.0.1:")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| panic!("an address on 127.0.0.1: {mcp}"));
-        assert!(
-            page.starts_with(&format!("http://127.0.0.1:{port}/?token=")),
-            "{page}"
-        );
-        Served {
-            child,
-            config,
-            mcp,
-            page,
-            port,
-        }
+        let http = HttpGateway::start(&config, "127.0.0.1:0", extra);
+        Served { http, config }
     }
 
     fn token(&self) -> &str {
-        self.page
+        self.http
+            .page
             .split_once("token=")
             .map(|(_, t)| t)
             .expect("token")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -203,7 +149,7 @@ fn the_page_refuses_requests_without_its_token_or_from_elsewhere() {
     let dir = scratch("guard");
     let app = "https://app.example.com";
     let served = Served::start(&dir, &["--allow-origin", app]);
-    let port = served.port;
+    let port = served.http.port;
     let host = format!("127.0.0.1:{port}");
     let own = format!("http://{host}");
     let with_token = format!("/?token={}", served.token());
@@ -443,7 +389,7 @@ fn a_person_reviews_and_approves_a_rug_pull_in_the_browser() {
     let (ok, out) = run(
         Command::new(&python)
             .arg(root().join("tests/gateway/page_mcp.py"))
-            .args([&served.mcp, "rug-pull"]),
+            .args([&served.http.mcp, "rug-pull"]),
         &dir,
         "rug-pull",
         limit,
@@ -454,7 +400,7 @@ fn a_person_reviews_and_approves_a_rug_pull_in_the_browser() {
     let (ok, out) = run(
         Command::new("node")
             .arg(root().join("tests/gateway/page.js"))
-            .arg(&served.page)
+            .arg(&served.http.page)
             .arg(&screenshot),
         &dir,
         "browser",
@@ -472,7 +418,7 @@ fn a_person_reviews_and_approves_a_rug_pull_in_the_browser() {
     let (ok, out) = run(
         Command::new(&python)
             .arg(root().join("tests/gateway/page_mcp.py"))
-            .args([&served.mcp, "approved"]),
+            .args([&served.http.mcp, "approved"]),
         &dir,
         "approved",
         limit,

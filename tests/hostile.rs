@@ -10,10 +10,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::gateway::GatewayProcess as Gateway;
+use common::gateway::{GatewayProcess as Gateway, HttpGateway};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
@@ -161,37 +160,14 @@ fn http_refuses_foreign_origins_and_hosts_with_403() {
     let dir = scratch("origin");
     let config = dir.join("mcp.json");
     write_config(&config, &[("f", "ok")], json!({}));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_capstore"))
-        .args([
-            "serve",
-            "--mcp-config",
-            config.to_str().unwrap(),
-            "--http",
-            &addr,
-        ])
-        .args(["--allow-origin", "https://app.example.com"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the gateway starts");
-    let err = BufReader::new(gateway.stderr.take().expect("stderr"));
-    let (ready_tx, ready) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in err.lines().map_while(Result::ok) {
-            if line.starts_with("serving MCP at http://") {
-                let _ = ready_tx.send(());
-            }
-        }
-    });
-    let served = ready.recv_timeout(Duration::from_secs(30)).is_ok();
-    let statuses: Vec<(String, Option<String>, String)> = if served {
-        let host = addr.clone();
+    let statuses: Vec<(String, Option<String>, String)> = {
+        let gateway = HttpGateway::start(
+            &config,
+            "127.0.0.1:0",
+            &["--allow-origin", "https://app.example.com"],
+        );
+        let port = gateway.port;
+        let host = format!("127.0.0.1:{port}");
         [
             (host.clone(), None),
             (host.clone(), Some(format!("http://localhost:{port}"))),
@@ -212,13 +188,8 @@ fn http_refuses_foreign_origins_and_hosts_with_403() {
             (host, origin, status)
         })
         .collect()
-    } else {
-        Vec::new()
     };
-    let _ = gateway.kill();
-    let _ = gateway.wait();
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(served, "the gateway did not start serving");
     let expected = [
         "200", "200", "200", "200", "403", "403", "403", "403", "200",
     ];

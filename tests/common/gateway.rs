@@ -1,11 +1,12 @@
-//! A `capstore serve` process spoken to in JSON-RPC lines over stdio, as an MCP client does:
-//! started, initialized, asked, and killed when dropped. Its stderr is kept for messages.
+//! `capstore serve` processes for tests, killed when dropped: [`GatewayProcess`] spoken to in
+//! JSON-RPC lines over stdio, as an MCP client does (started, initialized, asked; its stderr
+//! kept for messages), and [`HttpGateway`] serving `--http` on loopback.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -89,26 +90,42 @@ impl GatewayProcess {
 
     /// Writes one message.
     pub fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write");
+        self.send_line(&message.to_string());
+    }
+
+    /// Writes one line as it is (malformed input, for instance).
+    pub fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("write");
         self.stdin.flush().expect("flush");
     }
 
     /// Sends a request with the next id and returns its answer (messages in between, such as
     /// notifications, are passed over).
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.wait(|message| message["id"] == id)
+    }
+
+    /// Sends a request with the next id without waiting for its answer: the id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message that is `wanted`, passing over the others.
+    pub fn wait(&self, wanted: impl Fn(&Value) -> bool) -> Value {
         loop {
             let message = match self.lines.recv_timeout(ANSWER_WITHIN) {
                 Ok(Ok(message)) => message,
                 Ok(Err(line)) => panic!("stdout holds only JSON-RPC: {line:?}"),
                 Err(e) => panic!(
-                    "no answer to {method} within {ANSWER_WITHIN:?} ({e}); stderr:\n{}",
+                    "no message wanted within {ANSWER_WITHIN:?} ({e}); stderr:\n{}",
                     self.stderr()
                 ),
             };
-            if message["id"] == id {
+            if wanted(&message) {
                 return message;
             }
         }
@@ -146,6 +163,86 @@ impl GatewayProcess {
             "tools/call",
             json!({"name": "call_tool", "arguments": {"name": tool, "arguments": arguments}}),
         )
+    }
+}
+
+/// A running `capstore serve --mcp-config CONFIG --http ADDR EXTRA...`, once it has printed
+/// where it serves (with `ADDR` `127.0.0.1:0`, the port the system gave it).
+pub struct HttpGateway {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub mcp: String,
+    /// The admin page's address, with its token.
+    pub page: String,
+    /// The port it serves on.
+    pub port: u16,
+}
+
+impl HttpGateway {
+    /// Starts the gateway in the crate's directory and waits (60 s at most) for both addresses
+    /// on its stderr: the MCP endpoint, then the page on the same port.
+    pub fn start(config: &Path, addr: &str, extra: &[&str]) -> HttpGateway {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
+            .arg("serve")
+            .arg("--mcp-config")
+            .arg(config)
+            .args(["--http", addr])
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("capstore serve starts");
+        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            // Read to the end, so the gateway never writes to a closed pipe.
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let (mut mcp, mut page, mut seen) = (None, None, String::new());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while page.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the gateway printed no page address within 60 s; stderr:\n{seen}");
+            };
+            if let Some(url) = line.strip_prefix("serving MCP at ") {
+                mcp = Some(url.to_string());
+            }
+            if let Some(url) = line.strip_prefix("admin page at ") {
+                page = Some(url.to_string());
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        let (mcp, page) = (mcp.expect("the MCP address first"), page.expect("page"));
+        let port = mcp
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("an address on 127.0.0.1: {mcp}"));
+        assert!(
+            page.starts_with(&format!("http://127.0.0.1:{port}/?token=")),
+            "{page}"
+        );
+        HttpGateway {
+            child,
+            mcp,
+            page,
+            port,
+        }
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
