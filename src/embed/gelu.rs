@@ -3,7 +3,7 @@
 //! `gelu(x) = x · Φ(x) = 0.5 · x · (1 + erf(x / √2))`, as candle's `gelu_erf` computes it, but
 //! with an error function that the compiler turns into vector instructions: candle's calls
 //! libm's `erff` on one number at a time, which took a fifth of the time of embedding a catalog
-//! and a tenth of embedding one message (BENCHMARKS.md, "Hybrid retrieval", "Cost").
+//! and a tenth of embedding one message (BENCHMARKS-LOG.md, "The embedder").
 //!
 //! [`erf`] is a rational function fitted to the error function (`scripts/fit_erf.py` refits
 //! it), within 4 × 10⁻⁷ of it over every f32 (the tests check a dense grid against libm's

@@ -85,7 +85,7 @@ pub(crate) fn schema() -> TableSchema<ToolVector> {
 ///
 /// A sentence embedder reads words, not identifiers: its tokenizer cuts `getPostmodernTheory`
 /// into sub-word pieces that mean little. Splitting the name raised all-MiniLM-L6-v2's own
-/// nDCG@10 on Seal-Tools, whose names are camel case, from 60.2 to 63.5 (BENCHMARKS.md,
+/// nDCG@10 on Seal-Tools, whose names are camel case, from 60.2 to 63.5 (BENCHMARKS-LOG.md,
 /// "Hybrid retrieval").
 ///
 /// ```
@@ -337,7 +337,7 @@ enum Seen {
 /// [`ContextBuilder`](crate::context::ContextBuilder), turn after turn): the second search of
 /// one state of the vectors table lays its vectors out in one array (a copy of them, `4 ×
 /// dimensions` bytes a tool), and later searches of that state scan the array, not the table's
-/// rows one by one: 1.7–2.2× faster at 10,000 tools (BENCHMARKS.md, "Hybrid retrieval"). A changed
+/// rows one by one: 1.7–2.2× faster at 10,000 tools (measured in commit `f2efeb2`). A changed
 /// table is scanned as before until it is searched twice, so a store written before every
 /// search pays nothing more. The hits are the plain scan's, to the bit and in the same order.
 #[derive(Default)]
@@ -443,7 +443,8 @@ fn top_k<'k>(
 
 /// The dot product of `a` and `b` (of equal length), summed in eight lanes and then across
 /// them, always in the same order: the compiler vectorises it, where one running sum is a
-/// chain of dependent additions (measured: BENCHMARKS.md, "Hybrid retrieval").
+/// chain of dependent additions it may not reorder (`select/hybrid` in `benches/select.rs`
+/// times the scan).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let (a8, a_tail) = a.as_chunks::<8>();
     let (b8, b_tail) = b.as_chunks::<8>();
