@@ -50,8 +50,9 @@ const VOCAB: usize = 30522;
 /// [`embed`](Embedder::embed) hands its work to the pool and waits. So candle's parallel
 /// operations start on a thread of the pool, where they run at once, instead of each waking a
 /// thread of rayon's global pool and waiting for it: about a tenth of one message's time on one
-/// thread (BENCHMARKS-LOG.md, "The embedder"). One value serves many threads (`&self` only, no locks);
-/// as many calls run at once as the pool has threads, and the others wait their turn.
+/// thread (BENCHMARKS-LOG.md, "The embedder"). One value serves many threads (`&self` only,
+/// no locks); as many calls run at once as the pool has threads, and the others wait their
+/// turn.
 ///
 /// ```no_run
 /// # #[cfg(feature = "minilm")]
