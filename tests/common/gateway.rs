@@ -13,6 +13,17 @@ use serde_json::{Value, json};
 /// How long one request may wait for its answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(60);
 
+/// `capstore serve --mcp-config CONFIG`, run in the crate's directory.
+fn serve(config: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capstore"));
+    command
+        .arg("serve")
+        .arg("--mcp-config")
+        .arg(config)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+}
+
 /// A running `capstore serve --mcp-config CONFIG EXTRA...`.
 pub struct GatewayProcess {
     child: Child,
@@ -26,12 +37,8 @@ pub struct GatewayProcess {
 impl GatewayProcess {
     /// Starts the gateway in the crate's directory and completes the MCP handshake.
     pub fn start(config: &Path, extra: &[&str]) -> GatewayProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .arg("serve")
-            .arg("--mcp-config")
-            .arg(config)
+        let mut child = serve(config)
             .args(extra)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -182,13 +189,9 @@ impl HttpGateway {
     /// Starts the gateway in the crate's directory and waits (60 s at most) for both addresses
     /// on its stderr: the MCP endpoint, then the page on the same port.
     pub fn start(config: &Path, addr: &str, extra: &[&str]) -> HttpGateway {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
-            .arg("serve")
-            .arg("--mcp-config")
-            .arg(config)
+        let mut child = serve(config)
             .args(["--http", addr])
             .args(extra)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
