@@ -481,3 +481,71 @@ fn the_conversations_tail_fills_room_and_only_its_best_may_re_pack() {
     assert!(s.contains(&key("translate")), "{:?}", keys(&s));
     assert!(!stale(&s).is_empty());
 }
+
+/// When the token budget, not `max_tools`, stops the conversation's tail from filling, the
+/// dropped tools say so (`TokenBudget`, with the tokens each needs and those left), rather than
+/// blaming a full list.
+#[test]
+fn a_fill_stopped_by_the_token_budget_says_so() {
+    let store = store();
+    let snap = store.snapshot();
+    let previous = ["flight", "hotel", "invoice"].map(|t| PreviousTool::new(key(t), 0));
+    let turn = Turn::new("the weather pods cache")
+        .with_history(["anything else?"])
+        .with_previous(previous);
+    // History read, the message channel off, one conversation hit may make room, and room for
+    // 20 tools: only a budget can stop the fill.
+    let policy = |token_budget| SelectionPolicy {
+        history_turns: 2,
+        message: MessagePolicy {
+            max_tools: 0,
+            ..MessagePolicy::default()
+        },
+        repack_for_conversation: 1,
+        token_budget,
+        ..policy(20, 3)
+    };
+    let select = |budget| {
+        ContextBuilder::with_policy(policy(budget))
+            .expect("policy")
+            .select(&snap, &turn)
+            .expect("select")
+    };
+
+    let unbounded = select(None);
+    assert_eq!(
+        keys(&unbounded),
+        ["flight", "hotel", "invoice", "cache", "pods", "weather"].map(key)
+    );
+    let tokens = |n: usize| unbounded.tools[..n].iter().map(|t| t.tokens).sum::<usize>();
+    // A budget that holds the carried three and the best hit, one token short of the fifth.
+    let budget = tokens(5) - 1;
+    let s = select(Some(budget));
+    assert_eq!(keys(&s), ["flight", "hotel", "invoice", "cache"].map(key));
+    let reasons: Vec<(&str, &DropReason)> = s
+        .dropped
+        .iter()
+        .filter(|d| !matches!(d.reason, DropReason::BelowRelativeScore { .. }))
+        .map(|d| (&*d.key, &d.reason))
+        .collect();
+    let left = budget - tokens(4);
+    assert_eq!(
+        reasons,
+        [
+            (
+                key("pods").as_str(),
+                &DropReason::TokenBudget {
+                    needed: unbounded.tools[4].tokens,
+                    remaining: left,
+                }
+            ),
+            (
+                key("weather").as_str(),
+                &DropReason::TokenBudget {
+                    needed: unbounded.tools[5].tokens,
+                    remaining: left,
+                }
+            ),
+        ]
+    );
+}

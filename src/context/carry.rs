@@ -37,10 +37,11 @@ impl ContextBuilder {
     /// Only some of those new tools may make room for themselves: the pinned ones, the
     /// message's, those the model found with `search_tools` or called lately, and the best
     /// `repack_for_conversation` of the conversation channel's search hits. The conversation's
-    /// other hits fill the room the list has left (`max_tools`, the token budget) and are
-    /// reported as [`DropReason::ListFull`] past it. When the tools that may make room
-    /// do not fit, the list takes all the turn's tools and is re-packed ([`Self::repack`]).
-    /// Evicted and filtered tools are reported in `dropped`. Returns the list and its tokens.
+    /// other hits fill the room the list has left and are reported past it as
+    /// [`DropReason::ListFull`] or [`DropReason::TokenBudget`]. When the tools that may make
+    /// room do not fit, the list takes all the turn's tools and is re-packed
+    /// ([`Self::repack`]). Evicted and filtered tools are reported in `dropped`. Returns the
+    /// list and its tokens.
     pub(super) fn carry_over(
         &self,
         needed: Vec<SelectedTool>,
@@ -69,12 +70,10 @@ impl ContextBuilder {
         let mut total: usize = list.iter().map(|s| s.tool().tokens).sum();
         if count <= p.max_tools && !self.over_budget(total, 1.0) {
             for tool in fill {
-                if count >= p.max_tools || self.over_budget(total + tool.tokens, 1.0) {
+                if let Some(reason) = self.full_for(&tool, count, total) {
                     dropped.push(Dropped {
                         key: tool.key,
-                        reason: DropReason::ListFull {
-                            max_tools: p.max_tools,
-                        },
+                        reason,
                         candidate: tool.reasons,
                     });
                     continue;
@@ -206,6 +205,22 @@ impl ContextBuilder {
         let mut evicted = evicted.into_iter();
         list.retain(|_| !evicted.next().unwrap_or(false));
         total
+    }
+
+    /// Why a list of `count` tools and `total` tokens has no room for `tool`, the limit it
+    /// would pass (`max_tools` first, then the token budget); `None` if it fits.
+    fn full_for(&self, tool: &SelectedTool, count: usize, total: usize) -> Option<DropReason> {
+        let p = self.policy();
+        if count >= p.max_tools {
+            return Some(DropReason::ListFull {
+                max_tools: p.max_tools,
+            });
+        }
+        let budget = p.token_budget?;
+        (total + tool.tokens > budget).then(|| DropReason::TokenBudget {
+            needed: tool.tokens,
+            remaining: budget.saturating_sub(total),
+        })
     }
 
     /// Whether `total` tokens are over `share` of the policy's token budget (never without one).

@@ -61,7 +61,8 @@
 //!    message's, those the model found with `search_tools` or called lately, and the best
 //!    `repack_for_conversation` (1) of the conversation's search hits. The conversation's
 //!    other hits (its ranking's tail, read as much from the history as from the message) fill
-//!    the room the list has left and wait otherwise ([`DropReason::ListFull`]): a follow-up
+//!    the room the list has left and wait otherwise ([`DropReason::ListFull`], or
+//!    [`DropReason::TokenBudget`] when the budget is what ran out): a follow-up
 //!    makes room for what its message asks, not for its history's tail.
 //! 3. If the tools that may make room do not fit in `max_tools` (or the token budget), the
 //!    list takes all the turn's tools and is **re-packed** once: tools carried from earlier

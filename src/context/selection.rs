@@ -264,7 +264,8 @@ pub enum DropReason {
     /// Pinned or named, but not in the store.
     NotFound,
     /// A search hit of the message read with its history, past the best that may make room
-    /// (`repack_for_conversation`), when the list carried across turns was full.
+    /// (`repack_for_conversation`), when the list carried across turns had `max_tools` tools
+    /// (when the token budget is what ran out, it is dropped for [`DropReason::TokenBudget`]).
     ListFull {
         /// The list's length (`max_tools`).
         max_tools: usize,
