@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::schema::StringSeed;
+use super::visit::StringSeed;
 
 /// What reading a schema found out, besides its text.
 pub(super) struct Compacted {

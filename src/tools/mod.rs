@@ -30,6 +30,7 @@ mod names;
 mod record;
 mod schema;
 mod text;
+mod visit;
 
 pub(crate) use names::refuse;
 pub use names::{

@@ -13,11 +13,13 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::store::RecordError;
+
+use super::visit::{StringSeed, anything_else, skip_map, skip_seq, skip_strings};
 
 /// How deep [`walk_schema`](super::walk_schema) follows nested schemas: deep enough for real
 /// tools, bounded so that a pathological schema costs little.
@@ -394,57 +396,6 @@ impl<'de> DeserializeSeed<'de> for NodeSeed {
     }
 }
 
-/// Implements the visits every "any JSON value" reader needs: scalars are nothing, arrays
-/// and maps are skipped element by element.
-macro_rules! anything_else {
-    ($value:ty, $nothing:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
-            Ok($nothing)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
-            Ok($nothing)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
-            Ok($nothing)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
-            Ok($nothing)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
-            Ok($nothing)
-        }
-        fn visit_none<E: de::Error>(self) -> Result<$value, E> {
-            Ok($nothing)
-        }
-    };
-}
-
-macro_rules! skip_strings {
-    ($value:ty, $nothing:expr) => {
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            Ok($nothing)
-        }
-    };
-}
-
-macro_rules! skip_seq {
-    ($value:ty, $nothing:expr) => {
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok($nothing)
-        }
-    };
-}
-
-macro_rules! skip_map {
-    ($value:ty, $nothing:expr) => {
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok($nothing)
-        }
-    };
-}
-
 impl<'de> Visitor<'de> for NodeSeed {
     type Value = Node<'de>;
 
@@ -549,42 +500,6 @@ impl<'de> Visitor<'de> for OptionsSeed {
             options.push(option);
         }
         Ok(Some(options))
-    }
-}
-
-/// Reads a value that counts only when it is a string (borrowed from the text when it has no
-/// escapes), and object keys.
-pub(super) struct StringSeed;
-
-impl<'de> DeserializeSeed<'de> for StringSeed {
-    type Value = Option<Cow<'de, str>>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StringSeed {
-    type Value = Option<Cow<'de, str>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    anything_else!(Self::Value, None);
-    skip_seq!(Self::Value, None);
-    skip_map!(Self::Value, None);
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Borrowed(s)))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Owned(s.to_string())))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Owned(s)))
     }
 }
 
