@@ -2,6 +2,8 @@
 
 use crate::Tool;
 
+use super::selection::DropReason;
+
 /// Bytes per token, the usual rule of thumb for English text and JSON with BPE tokenizers.
 const BYTES_PER_TOKEN: usize = 4;
 
@@ -21,4 +23,15 @@ const FRAMING_BYTES: usize = 40;
 pub fn estimate_tokens(tool: &Tool) -> usize {
     let schema = tool.input_schema.as_str().len();
     (tool.name.len() + tool.description.len() + schema + FRAMING_BYTES).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// Why a tool of `needed` tokens is left out when `used` tokens of the policy's `budget` are
+/// spent: [`DropReason::TokenBudget`] if it would pass the budget, `None` if it fits (or there
+/// is no budget).
+pub(super) fn past_budget(budget: Option<usize>, used: usize, needed: usize) -> Option<DropReason> {
+    let budget = budget?;
+    (used + needed > budget).then(|| DropReason::TokenBudget {
+        needed,
+        remaining: budget.saturating_sub(used),
+    })
 }

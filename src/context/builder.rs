@@ -15,7 +15,7 @@ use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
-use super::budget::estimate_tokens;
+use super::budget::{estimate_tokens, past_budget};
 use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
 };
@@ -753,16 +753,10 @@ impl ContextBuilder {
                 continue;
             };
             let tokens = self.tokens_of(entry.record);
-            if let Some(budget) = p.token_budget
-                && !pinned
-                && used + tokens > budget
-            {
+            if !pinned && let Some(reason) = past_budget(p.token_budget, used, tokens) {
                 dropped.push(Dropped {
                     key: Arc::clone(entry.key),
-                    reason: DropReason::TokenBudget {
-                        needed: tokens,
-                        remaining: budget.saturating_sub(used),
-                    },
+                    reason,
                     candidate: c.reasons(explainer),
                 });
                 continue;

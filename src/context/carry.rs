@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::Tool;
 use crate::store::RowLookup;
 
+use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::PreviousTool;
@@ -216,11 +217,7 @@ impl ContextBuilder {
                 max_tools: p.max_tools,
             });
         }
-        let budget = p.token_budget?;
-        (total + tool.tokens > budget).then(|| DropReason::TokenBudget {
-            needed: tool.tokens,
-            remaining: budget.saturating_sub(total),
-        })
+        past_budget(p.token_budget, total, tool.tokens)
     }
 
     /// Whether `total` tokens are over `share` of the policy's token budget (never without one).

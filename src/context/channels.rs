@@ -12,6 +12,7 @@ use crate::bm25::HashedQuery;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
 
+use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
@@ -186,15 +187,10 @@ impl ContextBuilder {
                 });
                 continue;
             }
-            if let Some(budget) = p.token_budget
-                && used + tool.tokens > budget
-            {
+            if let Some(reason) = past_budget(p.token_budget, used, tool.tokens) {
                 dropped.push(Dropped {
                     key: tool.key,
-                    reason: DropReason::TokenBudget {
-                        needed: tool.tokens,
-                        remaining: budget.saturating_sub(used),
-                    },
+                    reason,
                     candidate: tool.reasons,
                 });
                 continue;
