@@ -19,6 +19,36 @@ fn put_tool(name: &str, description: &str) -> Batch {
     batch
 }
 
+/// `status()` never calls a replica behind (or cut off) when its store holds what the log holds:
+/// not right after `open` (the follower used to connect only after `open` returned), and not
+/// after `wait_for` (a follower catching up on a new connection used to apply entries before it
+/// called itself connected: CI saw `is_behind()` right after `wait_for(5)`). Deterministic: the
+/// first assertion read the follower's state before its task had connected, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_following_when_open_returns_and_caught_up_after_wait_for()
+-> Result<(), SyncError> {
+    let (url, options) = (pg::url(), pg::options("following"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let status = a.status();
+    assert!(status.connected && !status.is_behind(), "{status:?}");
+    for i in 1..=3 {
+        a.write(put_tool(&format!("t{i}"), "x")).await?;
+    }
+    // B opens on a log that already has entries, and catches up on its follower's connection
+    // as well as on open's: either way it is following when it holds them.
+    let b = Replica::open(&url, options).await?;
+    let status = b.status();
+    assert!(status.connected, "{status:?}");
+    assert_eq!(b.wait_for(3, pg::SEE).await.map(|s| b.version_of(&s))?, 3);
+    let status = b.status();
+    assert!(!status.is_behind(), "{status:?}");
+    a.write(put_tool("t4", "x")).await?;
+    b.wait_for(4, pg::SEE).await?;
+    let status = b.status();
+    assert!(!status.is_behind(), "{status:?}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_on_a_is_seen_on_b_at_the_same_version() -> Result<(), SyncError> {
     let (url, options) = (pg::url(), pg::options("seen"));

@@ -74,6 +74,9 @@ struct Inner {
     follow: Mutex<Follow>,
     /// Wakes the follower at once (after a local write) instead of at its next notification.
     wake: Notify,
+    /// Woken each time the follower is connected and listening again ([`Replica::open`] waits
+    /// for the first).
+    following: Notify,
 }
 
 /// One replica of a catalog shared through PostgreSQL: a [`Store`] that follows the log, and
@@ -120,7 +123,10 @@ impl Drop for Replica {
 impl Replica {
     /// Opens a replica with a new store of the built-in tables: creates the log's tables if
     /// missing, loads the snapshot and the log after it, then follows. Returns once the store
-    /// holds the log's latest version (as of the last read), or the first error.
+    /// holds the log's latest version (as of the last read) and the follower is connected and
+    /// listening, so [`status`](Self::status) reads connected from the first call; or the
+    /// first error (the follower's, if it cannot connect within the connect and query
+    /// timeouts).
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
     /// use capstore::sync::{Replica, SyncOptions};
@@ -168,11 +174,48 @@ impl Replica {
                 last_error: None,
             }),
             wake: Notify::new(),
+            following: Notify::new(),
         });
         catch_up(&inner, &client).await?;
         *inner.writer.lock().await = Some(client);
         let follower = tokio::spawn(follow(Arc::clone(&inner)));
-        Ok(Replica { inner, follower })
+        let replica = Replica { inner, follower };
+        replica.wait_until_following().await?;
+        Ok(replica)
+    }
+
+    /// Waits until the follower is connected and listening; its last error (or a timeout) if
+    /// it is not within the time one connection attempt may take.
+    async fn wait_until_following(&self) -> Result<(), SyncError> {
+        let options = &self.inner.options;
+        let limit = options.connect_timeout + options.query_timeout * 2 + MAX_BACKOFF;
+        let deadline = Instant::now() + limit;
+        loop {
+            // Registered before the check, so a wake between the two is not lost.
+            let woken = self.inner.following.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            {
+                let follow = self.inner.follow.lock();
+                if follow.connected {
+                    return Ok(());
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if tokio::time::timeout(left, woken).await.is_err() {
+                let follow = self.inner.follow.lock();
+                return Err(match &follow.last_error {
+                    Some(reason) => SyncError::Postgres {
+                        what: "starting to follow the log".into(),
+                        reason: reason.clone(),
+                    },
+                    None => SyncError::Timeout {
+                        what: "starting to follow the log".into(),
+                        after: limit,
+                    },
+                });
+            }
+        }
     }
 
     /// The replica's store: read it as any store. Write its shared tables only through
@@ -463,14 +506,22 @@ async fn follow_once(inner: &Inner) -> SyncError {
     {
         return e;
     }
+    // Listening now, so no later entry goes unnoticed; the head read after it says how far the
+    // log is. Connected from here: until the entries up to the head are applied, the status
+    // says behind by its versions, not by a connection it has.
+    match log::head(&client, &inner.options).await {
+        Ok(head) => note_latest(inner, head),
+        Err(e) => return e,
+    }
+    {
+        let mut follow = inner.follow.lock();
+        follow.connected = true;
+        follow.last_error = None;
+    }
+    inner.following.notify_waiters();
     loop {
         if let Err(e) = catch_up(inner, &client).await {
             return e;
-        }
-        {
-            let mut follow = inner.follow.lock();
-            follow.connected = true;
-            follow.last_error = None;
         }
         tokio::select! {
             v = notified.recv() => match v {
