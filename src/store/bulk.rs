@@ -38,7 +38,7 @@ use crate::bm25::{BulkLoad, Document};
 
 use super::error::StoreError;
 use super::index_keys::{BatchKeys, BatchValues, IndexKeys};
-use super::schema::{Record, Row, Table, TableDef};
+use super::schema::{FollowOn, Record, Row, Table, TableDef};
 use super::table::TableState;
 use super::txn::WriteTxn;
 
@@ -214,7 +214,7 @@ impl WriteTxn {
         }
         self.working.tables[id].put_batch(rows, values);
         for key in &keys {
-            self.remove_followers(id, key);
+            self.remove_followers(id, key, FollowOn::Writes);
         }
         keys
     }

@@ -56,8 +56,19 @@ pub struct TableSchema<R> {
     indexes: Vec<IndexSchema<R>>,
     validator: Option<ValidateFn<R>>,
     text: Option<TextSchema<R>>,
-    /// The parent's handle: its position and the schema it came from.
-    follows: Option<(usize, u64)>,
+    /// The parent's handle (its position and the schema it came from), and whether a write of
+    /// the parent row removes this table's row too, or only its removal.
+    follows: Option<(usize, u64, FollowOn)>,
+}
+
+/// When a following table's row goes with its parent row ([`TableSchema::follows`],
+/// [`TableSchema::follows_removals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FollowOn {
+    /// Any write of the parent row (insert, replace, delete): the row was made from it.
+    Writes,
+    /// Only the parent row's deletion: the row is about the parent, whatever its contents.
+    Removals,
 }
 
 impl<R: Record> TableSchema<R> {
@@ -152,7 +163,32 @@ impl<R: Record> TableSchema<R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn follows<P: Record>(mut self, parent: &super::Table<P>) -> Self {
-        self.follows = Some((parent.id, parent.schema));
+        self.follows = Some((parent.id, parent.schema, FollowOn::Writes));
+        self
+    }
+
+    /// Like [`follows`](Self::follows), but only a deletion of the parent row deletes this
+    /// table's row; inserting or replacing the parent row leaves it. For data about the parent
+    /// that outlives a new version of it, such as counts of its use.
+    ///
+    /// ```
+    /// use capstore::store::{StoreBuilder, TableSchema};
+    /// let mut builder = StoreBuilder::new();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &(String, String)| n.0.clone()))?;
+    /// let reads = builder.table(TableSchema::new("reads", |r: &(String, u32)| r.0.clone()).follows_removals(&notes))?;
+    /// let store = builder.build();
+    /// store.write(|tx| {
+    ///     tx.insert(&notes, ("a".into(), "hello".into()))?;
+    ///     tx.insert(&reads, ("a".into(), 3))
+    /// })?;
+    /// store.write(|tx| tx.upsert(&notes, ("a".into(), "hello, world".into())))?;
+    /// assert!(store.snapshot().get(&reads, "a")?.is_some()); // a new text: still read 3 times
+    /// store.write(|tx| tx.delete(&notes, "a").map(drop))?;
+    /// assert!(store.snapshot().get(&reads, "a")?.is_none()); // the note is gone: so are its reads
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn follows_removals<P: Record>(mut self, parent: &super::Table<P>) -> Self {
+        self.follows = Some((parent.id, parent.schema, FollowOn::Removals));
         self
     }
 
@@ -168,7 +204,7 @@ impl<R: Record> TableSchema<R> {
 
     /// The parent's handle, as [`Self::follows`] was given it: its position and schema id.
     pub(crate) fn parent(&self) -> Option<(usize, u64)> {
-        self.follows
+        self.follows.map(|(id, schema, _)| (id, schema))
     }
 
     /// Checks names, index uniqueness and the text-index configuration, then erases the type.
@@ -253,7 +289,7 @@ impl<R: Record> TableSchema<R> {
             indexes,
             validator,
             text,
-            follows: self.follows.map(|(id, _)| id),
+            follows: self.follows.map(|(id, _, on)| (id, on)),
         })
     }
 }
@@ -596,8 +632,8 @@ pub(crate) struct TableDef {
     pub indexes: Vec<IndexDef>,
     pub validator: Option<ErasedValidate>,
     pub text: Option<TextDef>,
-    /// The table whose rows this table's rows follow ([`TableSchema::follows`]).
-    pub follows: Option<usize>,
+    /// The table whose rows this table's rows follow ([`TableSchema::follows`]), and on what.
+    pub follows: Option<(usize, FollowOn)>,
 }
 
 impl TableDef {

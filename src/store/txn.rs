@@ -9,7 +9,7 @@ use parking_lot::lock_api::ArcMutexGuard;
 use super::StoreInner;
 use super::changes::{ChangeSet, PendingChanges};
 use super::error::StoreError;
-use super::schema::{Record, Row, Table};
+use super::schema::{FollowOn, Record, Row, Table};
 use super::snapshot::Snapshot;
 
 /// What a commit published.
@@ -193,7 +193,7 @@ impl WriteTxn {
         let key: Arc<str> = Arc::from(key);
         self.pending
             .record(table.id, Arc::clone(&key), Some(Arc::clone(&old)), None);
-        self.remove_followers(table.id, &key);
+        self.remove_followers(table.id, &key, FollowOn::Removals);
         // The row was written through a handle of type R (checked above), so this succeeds.
         old.downcast::<R>()
             .map_err(|_| StoreError::NotFound { table: name, key })
@@ -366,19 +366,22 @@ impl WriteTxn {
         let old = state.put(def, prepared);
         self.pending
             .record(table.id, key.clone(), old.clone(), Some(row));
-        self.remove_followers(table.id, &key);
+        self.remove_followers(table.id, &key, FollowOn::Writes);
         Ok((key, old))
     }
 
     /// Deletes the rows keyed `key` of the tables that follow table `parent`
-    /// ([`TableSchema::follows`](super::TableSchema::follows)): they were made for the row
-    /// just written or deleted.
-    pub(super) fn remove_followers(&mut self, parent: usize, key: &Arc<str>) {
+    /// ([`TableSchema::follows`](super::TableSchema::follows)) on what just happened to the
+    /// parent row: `Writes` for an insert or replace (which leaves the tables that follow only
+    /// removals), `Removals` for a deletion (which every follower follows).
+    pub(super) fn remove_followers(&mut self, parent: usize, key: &Arc<str>, event: FollowOn) {
         let schema = Arc::clone(&self.working.schema);
         for (id, def) in schema.tables.iter().enumerate() {
-            if def.follows == Some(parent)
-                && let Some(old) = self.working.tables[id].remove(def, key)
-            {
+            let follows = match def.follows {
+                Some((of, on)) => of == parent && (event == FollowOn::Removals || on == event),
+                None => false,
+            };
+            if follows && let Some(old) = self.working.tables[id].remove(def, key) {
                 self.pending.record(id, Arc::clone(key), Some(old), None);
             }
         }
