@@ -18,6 +18,7 @@
 //! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus (and its JSONL
 //! tape), a minimal loop with approvals and record/replay. `models` (feature `models`):
 //! OpenAI-compatible and Anthropic model adapters.
+//! [`usage`]: what the agent's own calls teach selection (companions, learned and declared).
 //! [`eval`]: selection-quality metrics. `sync` (feature `postgres`): replicas of one catalog
 //! through a change log in PostgreSQL.
 //!
@@ -54,6 +55,7 @@ pub mod store;
 pub mod sync;
 mod tables;
 pub mod tools;
+pub mod usage;
 
 pub use events::{Event, EventBus, EventSubscription};
 pub use exec::{
@@ -66,5 +68,5 @@ pub use store::{
     Change, ChangeKind, ChangeSet, CommitInfo, Snapshot, Store, StoreError, Subscription, WatchSet,
     Watcher, WriteTxn,
 };
-pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS, VECTORS};
+pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS, USAGE, VECTORS};
 pub use tools::{InputSchema, Tool};

@@ -1,5 +1,5 @@
-//! The built-in tables, `tools`, `skills`, `hooks`, `handlers`, `hook_handlers` and `vectors`,
-//! and the stores that have them.
+//! The built-in tables, `tools`, `skills`, `hooks`, `handlers`, `hook_handlers`, `vectors` and
+//! `usage`, and the stores that have them.
 
 use crate::embed::{self, ToolVector};
 use crate::exec::{self, HookHandler, ToolHandler};
@@ -7,6 +7,7 @@ use crate::hooks::{self, Hook};
 use crate::skills::{self, Skill};
 use crate::store::{BUILTIN_SCHEMA, SchemaError, Store, StoreBuilder, Table};
 use crate::tools::{self, Tool, ToolTextOptions};
+use crate::usage::{self, Usage};
 
 /// The built-in `tools` table (see [`Tool`]): key = qualified name; indexes `name`, `source`,
 /// `tags`, `skill`; BM25 text index.
@@ -85,9 +86,27 @@ pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);
 /// ```
 pub const VECTORS: Table<ToolVector> = Table::new(5, BUILTIN_SCHEMA);
 
+/// The built-in `usage` table (see [`Usage`](crate::usage::Usage)): what the agent's calls
+/// taught about each tool, key = the tool's key; no indexes. A row goes when its tool is removed
+/// (not when it is replaced). Filled by [`learn`](crate::usage::learn), through a
+/// [`UsageRecorder`](crate::usage::UsageRecorder).
+///
+/// ```
+/// use capstore::usage::{TurnUse, learn};
+/// use capstore::{Store, Tool, TOOLS, USAGE};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "b")))?;
+/// store.write(|tx| learn(tx, &TurnUse::new(["a"])))?;
+/// assert_eq!(store.snapshot().get(&USAGE, "a")?.map(|u| u.calls), Some(1));
+/// store.write(|tx| tx.delete(&TOOLS, "a").map(drop))?;
+/// assert!(!store.snapshot().contains(&USAGE, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const USAGE: Table<Usage> = Table::new(6, BUILTIN_SCHEMA);
+
 /// How many built-in tables come first in every store made by [`Store::new`] or
 /// [`Store::builder`]; given to the store, which knows them only by this count.
-const BUILTIN_TABLES: usize = 6;
+const BUILTIN_TABLES: usize = 7;
 
 fn declare_builtins(builder: &mut StoreBuilder) -> Result<(), SchemaError> {
     declare_builtins_with(builder, ToolTextOptions::default())
@@ -98,19 +117,20 @@ fn declare_builtins_with(
     options: ToolTextOptions,
 ) -> Result<(), SchemaError> {
     let tokenizer = options.tokenizer.clone();
-    // The order fixes the positions that TOOLS, SKILLS, HOOKS, HANDLERS and HOOK_HANDLERS name.
+    // The order fixes the positions that the constant handles (TOOLS, ..., USAGE) name.
     builder.table(tools::tools_schema_with(options))?;
     builder.table(skills::schema(tokenizer))?;
     builder.table(hooks::schema())?;
     builder.table(exec::handler_schema())?;
     builder.table(exec::hook_handler_schema())?;
     builder.table(embed::vectors_schema())?;
+    builder.table(usage::schema())?;
     Ok(())
 }
 
 impl Store {
-    /// An empty store with the built-in `tools`, `skills`, `hooks`, `handlers` and
-    /// `hook_handlers` tables.
+    /// An empty store with the built-in tables (`tools`, `skills`, `hooks`, `handlers`,
+    /// `hook_handlers`, `vectors`, `usage`).
     ///
     /// ```
     /// let store = capstore::Store::new();
@@ -190,7 +210,8 @@ mod tests {
                 "hooks",
                 "handlers",
                 "hook_handlers",
-                "vectors"
+                "vectors",
+                "usage"
             ]
         );
         assert_eq!(snap.table_name(&TOOLS).expect("tools"), "tools");

@@ -58,6 +58,13 @@ pub struct Tool {
     /// The skills that bundle this tool (kept by skill registration).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// Tools this one needs called first (`car/pressBrakePedal` for `car/startEngine`):
+    /// whenever it enters a turn's list, they come with it ([the companion
+    /// channel](crate::context#companions)), whatever has been learned. Keys; a bare name
+    /// (no `/`) is looked up in this tool's source first. A name the store does not hold is
+    /// skipped. Declared by a catalog or in code; MCP servers cannot set it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 impl Tool {
@@ -76,6 +83,7 @@ impl Tool {
             source: None,
             annotations: Value::Null,
             skills: Vec::new(),
+            requires: Vec::new(),
         }
     }
 
@@ -132,6 +140,18 @@ impl Tool {
     /// ```
     pub fn with_skills<S: Into<String>>(mut self, skills: impl IntoIterator<Item = S>) -> Self {
         self.skills = skills.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the tools this one needs called first ([`Tool::requires`]).
+    ///
+    /// ```
+    /// let start = capstore::Tool::new("startEngine", "Start the engine").with_source("car")
+    ///     .with_requires(["pressBrakePedal"]);
+    /// assert_eq!(start.requires, ["pressBrakePedal"]);
+    /// ```
+    pub fn with_requires<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.requires = tools.into_iter().map(Into::into).collect();
         self
     }
 
