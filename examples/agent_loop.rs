@@ -11,7 +11,6 @@ use capstore::agent::{
     Agent, ApprovalPolicy, Approvals, Message, Model, ModelError, ModelReply, ModelRequest,
     ModelToolCall, RecordingModel, ReplayModel,
 };
-use capstore::context::Reason;
 use capstore::exec::register_tool;
 use capstore::skills::register_skill;
 use capstore::{Event, EventBus, Executor, Skill, Store, Tool, UnselectedCallPolicy};
@@ -152,20 +151,6 @@ fn catalog(store: &Store) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn describe(reason: &Reason) -> String {
-    match reason {
-        Reason::Retrieved { score, .. } => format!("retrieved (BM25 {score:.2})"),
-        Reason::Skill { skill, score } => format!("skill {skill} ({score:.2})"),
-        Reason::DependencyOf { skill, dependency } => {
-            format!("{dependency}, a dependency of {skill}")
-        }
-        Reason::KeptFromLastTurn => "kept from last turn".into(),
-        Reason::RecentlyUsed => "used recently".into(),
-        Reason::ExactName { mention } => format!("named: {mention}"),
-        other => format!("{other:?}"),
-    }
-}
-
 const MESSAGES: [&str; 6] = [
     "What's on my calendar tomorrow?",
     "Book a meeting with Ana at 10",
@@ -224,7 +209,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let outcome = agent.run_turn(&mut session, message).await?;
         println!("  tools sent (v{}):", outcome.selection.version);
         for tool in &outcome.selection.tools {
-            let why: Vec<String> = tool.reasons.iter().map(describe).collect();
+            let why: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
             println!("    {:<24} {}", tool.key, why.join("; "));
         }
         println!("  calls: {:?}", outcome.calls);

@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo run --release --example quickstart` (optionally followed by a message).
 
-use capstore::context::{ContextBuilder, Reason, Turn};
+use capstore::context::{ContextBuilder, Turn};
 use capstore::{Store, TOOLS, Tool};
 use serde_json::json;
 
@@ -63,14 +63,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         selection.version, selection.tokens
     );
     for tool in &selection.tools {
-        let why = match &tool.reasons[0] {
-            Reason::Retrieved { score, .. } => format!("retrieved, BM25 {score:.3}"),
-            other => format!("{other:?}"),
-        };
-        println!("  {:<22} {why}", tool.key);
+        println!("  {:<22} {}", tool.key, tool.reasons[0]);
     }
     for miss in selection.dropped.iter().take(3) {
-        println!("  dropped {:<14} {:?}", miss.key, miss.reason);
+        println!("  dropped {:<14} {}", miss.key, miss.reason);
     }
     Ok(())
 }

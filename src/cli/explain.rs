@@ -5,7 +5,6 @@ use capstore::context::{ContextBuilder, Turn};
 use capstore::provider::ToolExport;
 
 use super::args::{SourceArgs, sources_and_words};
-use super::select::{describe, describe_drop};
 use super::source;
 
 /// The sources, the tool and the message of an `explain` command line.
@@ -66,7 +65,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     say!("message: {message:?}");
     if let Some(at) = selection.tools.iter().position(|t| *t.key == *key) {
         let chosen = &selection.tools[at];
-        let why: Vec<String> = chosen.reasons.iter().map(describe).collect();
+        let why: Vec<String> = chosen.reasons.iter().map(ToString::to_string).collect();
         say!(
             "selected: yes, #{} of {} in send order: {}",
             at + 1,
@@ -74,11 +73,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             why.join("; ")
         );
     } else if let Some(dropped) = selection.dropped.iter().find(|d| *d.key == *key) {
-        let was: Vec<String> = dropped.candidate.iter().map(describe).collect();
+        let was: Vec<String> = dropped.candidate.iter().map(ToString::to_string).collect();
         say!(
             "selected: no, a candidate ({}) dropped: {}",
             was.join("; "),
-            describe_drop(&dropped.reason)
+            dropped.reason
         );
     } else {
         say!("selected: no, not a candidate (no skill of it matched and BM25 did not rank it)");

@@ -4,9 +4,7 @@ use std::time::Instant;
 
 use capstore::TOOLS;
 use capstore::bm25::Explanation;
-use capstore::context::{
-    ContextBuilder, DropReason, Reason, Selection, Shape, Turn, estimate_tokens,
-};
+use capstore::context::{ContextBuilder, Reason, Selection, Shape, Turn, estimate_tokens};
 use capstore::provider::{Provider, ToolExport, ToolSearch};
 
 use super::args::{Args, SourceArgs, count, unknown};
@@ -207,14 +205,19 @@ fn print_table(
     say!(" #  {:<34} {:>9}  why", "tool", "relevance");
     for (i, tool) in selection.tools.iter().enumerate() {
         // The strongest reasons; the rest are more paths to the same skill.
-        let mut why: Vec<String> = tool.reasons.iter().take(2).map(describe).collect();
+        let mut why: Vec<String> = tool
+            .reasons
+            .iter()
+            .take(2)
+            .map(ToString::to_string)
+            .collect();
         if let Some(bm25) = tool
             .reasons
             .iter()
             .skip(2)
             .find(|r| matches!(r, Reason::Retrieved { .. } | Reason::Hybrid { .. }))
         {
-            why.push(describe(bm25));
+            why.push(bm25.to_string());
         }
         // Pinned and named tools are in by rule, not by a score.
         let relevance = if tool.score > 0.0 {
@@ -247,68 +250,12 @@ fn print_table(
         .dropped
         .iter()
         .take(5)
-        .map(|d| format!("{} ({})", d.key, describe_drop(&d.reason)))
+        .map(|d| format!("{} ({})", d.key, d.reason))
         .collect();
     if !near.is_empty() {
         say!("\nnear misses: {}", near.join(", "));
     }
     Ok(())
-}
-
-/// One reason, in words.
-pub(crate) fn describe(reason: &Reason) -> String {
-    match reason {
-        Reason::Pinned => "pinned".into(),
-        Reason::PinnedSkill { skill } => format!("pinned skill {skill}"),
-        Reason::ExactName { mention } => format!("named in the message ({mention})"),
-        Reason::Discovered => "found by the model's tool search".into(),
-        Reason::Retrieved { score, .. } => format!("BM25 {score:.2}"),
-        Reason::Hybrid {
-            score,
-            bm25,
-            cosine,
-            lexical_weight,
-            ..
-        } => {
-            let bm25 = bm25.map_or("-".into(), |s| format!("{s:.2}"));
-            let cosine = cosine.map_or("-".into(), |c| format!("{c:.3}"));
-            format!(
-                "hybrid {score:.2} (BM25 {bm25}, cosine {cosine}, lexical weight {lexical_weight:.2})"
-            )
-        }
-        Reason::Skill { skill, score } => format!("skill {skill} matched ({score:.2})"),
-        Reason::DependencyOf { skill, dependency } => {
-            format!("skill {dependency}, a dependency of {skill}")
-        }
-        Reason::RecentlyUsed => "used recently".into(),
-        Reason::KeptFromLastTurn => "kept from last turn".into(),
-        Reason::Fallback => "nothing matched: sending everything".into(),
-    }
-}
-
-/// Why a candidate was dropped, in words.
-pub(crate) fn describe_drop(reason: &DropReason) -> String {
-    match reason {
-        DropReason::ExcludedTag { tag } => format!("excluded tag {tag}"),
-        DropReason::MissingIncludedTag => "none of the included tags".into(),
-        DropReason::BelowMinScore { score, min } => format!("score {score:.2} < {min:.2}"),
-        DropReason::BelowRelativeScore {
-            score,
-            best,
-            fraction,
-        } => format!("score {score:.2} < {fraction} × best {best:.2}"),
-        DropReason::MaxTools { max } => format!("over the turn's {max} tools"),
-        DropReason::TokenBudget { needed, remaining } => {
-            format!("needs {needed} tokens, {remaining} left")
-        }
-        DropReason::NotFound => "not in the store".into(),
-        DropReason::ListFull { max_tools } => {
-            format!("the carried list was full ({max_tools} tools)")
-        }
-        DropReason::Stale { idle_turns } => {
-            format!("evicted from the list: unneeded for {idle_turns} turns")
-        }
-    }
 }
 
 /// The terms that contributed to a BM25 score, largest first: `flight 3.12 + lisbon 2.40`.

@@ -279,8 +279,12 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        let (needed, tokens) =
+        let (mut needed, mut tokens) =
             self.merge_channels(message, conversation, reads_history, &mut dropped);
+        let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
+        tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
+        dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));
+        needed.extend(companions);
         let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
             self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
         } else {

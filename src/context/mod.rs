@@ -143,6 +143,7 @@ mod builder;
 mod candidates;
 mod carry;
 mod channels;
+mod companions;
 mod discovery;
 mod error;
 mod hints;
@@ -160,7 +161,9 @@ pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_too
 pub use error::SelectError;
 pub(crate) use hints::HintMatcher;
 pub use hints::{Hint, HintPolicy, PhraseHint, Shape, ShapeHint};
-pub use policy::{HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy};
+pub use policy::{
+    CompanionPolicy, HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy,
+};
 pub use query_terms::QueryTerms;
 pub use selection::{
     Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,

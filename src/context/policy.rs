@@ -233,6 +233,54 @@ impl MessagePolicy {
     }
 }
 
+/// The companion channel ([companions](super#companions)): the tools that come with a tool of
+/// the turn because it declares it needs them ([`Tool::requires`](crate::Tool::requires)) or
+/// because the agent's own calls taught that they go together ([`usage`](crate::usage)).
+///
+/// ```
+/// use capstore::context::CompanionPolicy;
+/// let p = CompanionPolicy::default();
+/// assert_eq!((p.max_tools, p.min_turns), (4, 2));
+/// let off = CompanionPolicy { max_tools: 0, ..CompanionPolicy::default() };
+/// # let _ = off;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompanionPolicy {
+    /// At most this many tools a turn come as companions (0 turns the channel off), appended
+    /// after the turn's own within the list's limits and the token budget. Declared ones
+    /// first, then the learned by how often they were called with the tool they go with.
+    /// Default 4.
+    pub max_tools: usize,
+    /// A learned companion comes when it was called in at least this share of the turns that
+    /// called the tool it goes with. Default 0.3.
+    pub min_share: f32,
+    /// ... and in at least this many of them: one turn is an anecdote. Default 2.
+    pub min_turns: u32,
+}
+
+impl Default for CompanionPolicy {
+    fn default() -> Self {
+        CompanionPolicy {
+            max_tools: 4,
+            min_share: 0.3,
+            min_turns: 2,
+        }
+    }
+}
+
+impl CompanionPolicy {
+    fn validate(&self) -> Result<(), PolicyError> {
+        if !(0.0..=1.0).contains(&self.min_share) {
+            return Err(PolicyError {
+                field: "companions.min_share",
+                reason: "must be between 0 and 1",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// The selection policy. Every field has a default ([`SelectionPolicy::default`]); build on it
 /// with struct update syntax.
 ///
@@ -312,6 +360,9 @@ pub struct SelectionPolicy {
     /// The message channel: how many tools the message alone brings in, whatever its history
     /// says.
     pub message: MessagePolicy,
+    /// The companion channel: the tools a turn's tools need first (declared, or learned from
+    /// the agent's calls) come with them.
+    pub companions: CompanionPolicy,
     /// What a message's shapes and phrases add to its query (`#status` a channel, "text her"
     /// an SMS): [`HintPolicy`]; [`HintPolicy::none`] for the message's own words only.
     pub hints: HintPolicy,
@@ -344,6 +395,7 @@ impl Default for SelectionPolicy {
             explain: true,
             retrieval: Retrieval::Lexical,
             message: MessagePolicy::default(),
+            companions: CompanionPolicy::default(),
             hints: HintPolicy::default(),
         }
     }
@@ -408,6 +460,7 @@ impl SelectionPolicy {
             hybrid.validate()?;
         }
         self.message.validate()?;
+        self.companions.validate()?;
         self.hints.validate()?;
         let fractions = [
             ("min_relative_score", self.min_relative_score),

@@ -11,6 +11,14 @@ use super::query_terms::QueryTerms;
 use crate::bm25::Explanation;
 
 /// Why a tool was selected. A tool may have several reasons; the first is the strongest.
+/// Displayed as the explanation says it:
+///
+/// ```
+/// use capstore::context::Reason;
+/// assert_eq!(Reason::Retrieved { score: 3.14159, explanation: None }.to_string(), "BM25 3.14");
+/// let companion = Reason::Companion { of: "car/startEngine".into(), together: 23, before: 23, turns: 25 };
+/// assert_eq!(companion.to_string(), "called before car/startEngine in 23 of its 25 turns");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Reason {
@@ -32,10 +40,10 @@ pub enum Reason {
     Retrieved {
         /// Its BM25 score.
         score: f32,
-        /// Each query term's contribution (when the policy asks for explanations). Boxed: it
-        /// is rare (explanations are off by default) and 56 bytes, where every other reason
-        /// fits in 32; held inline it made each reason, selected tool and near miss larger to
-        /// build, move and drop (a select on MetaTool: 1.9% fewer instructions boxed).
+        /// Each query term's contribution (when the policy asks for explanations, as the
+        /// default does). Boxed: it is 56 bytes, where every other reason fits in 32; held
+        /// inline it made each reason, selected tool and near miss larger to build, move and
+        /// drop (a select on MetaTool: 1.9% fewer instructions boxed).
         #[serde(skip_serializing_if = "Option::is_none")]
         explanation: Option<Box<Explanation>>,
     },
@@ -72,6 +80,24 @@ pub enum Reason {
         skill: Arc<str>,
         /// The dependency skill the tool belongs to.
         dependency: Arc<str>,
+    },
+    /// Another tool of the turn's list declares it needs this one first
+    /// ([`Tool::requires`](crate::Tool::requires)).
+    Required {
+        /// The tool that requires it.
+        by: Arc<str>,
+    },
+    /// The agent's own calls taught that it goes with another tool of the turn's list: called
+    /// in the same turns as that tool ([`usage`](crate::usage)).
+    Companion {
+        /// The tool it goes with.
+        of: Arc<str>,
+        /// Turns in which both were called.
+        together: u32,
+        /// Of those, the turns in which this one was called first.
+        before: u32,
+        /// Turns in which `of` was called.
+        turns: u32,
     },
     /// The model called it in a recent turn.
     RecentlyUsed,
@@ -222,7 +248,67 @@ impl Serialize for Reasons {
     }
 }
 
-/// Why a candidate was not selected.
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Pinned => f.write_str("pinned"),
+            Reason::PinnedSkill { skill } => write!(f, "pinned skill {skill}"),
+            Reason::ExactName { mention } => write!(f, "named in the message ({mention})"),
+            Reason::Discovered => f.write_str("found by the model's tool search"),
+            Reason::Retrieved { score, .. } => write!(f, "BM25 {score:.2}"),
+            Reason::Hybrid {
+                score,
+                bm25,
+                cosine,
+                lexical_weight,
+                ..
+            } => {
+                write!(f, "hybrid {score:.2} (BM25 ")?;
+                match bm25 {
+                    Some(s) => write!(f, "{s:.2}")?,
+                    None => f.write_str("-")?,
+                }
+                f.write_str(", cosine ")?;
+                match cosine {
+                    Some(c) => write!(f, "{c:.3}")?,
+                    None => f.write_str("-")?,
+                }
+                write!(f, ", lexical weight {lexical_weight:.2})")
+            }
+            Reason::Skill { skill, score } => write!(f, "skill {skill} matched ({score:.2})"),
+            Reason::DependencyOf { skill, dependency } => {
+                write!(f, "skill {dependency}, a dependency of {skill}")
+            }
+            Reason::Required { by } => write!(f, "required by {by}"),
+            // Said as a prerequisite when it mostly came first.
+            Reason::Companion {
+                of,
+                together,
+                before,
+                turns,
+            } if before * 2 >= *together => {
+                write!(f, "called before {of} in {before} of its {turns} turns")
+            }
+            Reason::Companion {
+                of,
+                together,
+                turns,
+                ..
+            } => write!(f, "called with {of} in {together} of its {turns} turns"),
+            Reason::RecentlyUsed => f.write_str("used recently"),
+            Reason::KeptFromLastTurn => f.write_str("kept from last turn"),
+            Reason::Fallback => f.write_str("nothing matched: sending everything"),
+        }
+    }
+}
+
+/// Why a candidate was not selected. Displayed as the explanation says it:
+///
+/// ```
+/// use capstore::context::DropReason;
+/// assert_eq!(DropReason::MaxTools { max: 11 }.to_string(), "over the turn's 11 tools");
+/// assert_eq!(DropReason::Stale { idle_turns: 3 }.to_string(), "evicted from the list: unneeded for 3 turns");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DropReason {
@@ -277,14 +363,41 @@ pub enum DropReason {
     },
 }
 
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropReason::ExcludedTag { tag } => write!(f, "excluded tag {tag}"),
+            DropReason::MissingIncludedTag => f.write_str("none of the included tags"),
+            DropReason::BelowMinScore { score, min } => write!(f, "score {score:.2} < {min:.2}"),
+            DropReason::BelowRelativeScore {
+                score,
+                best,
+                fraction,
+            } => write!(f, "score {score:.2} < {fraction} × best {best:.2}"),
+            DropReason::MaxTools { max } => write!(f, "over the turn's {max} tools"),
+            DropReason::TokenBudget { needed, remaining } => {
+                write!(f, "needs {needed} tokens, {remaining} left")
+            }
+            DropReason::NotFound => f.write_str("not in the store"),
+            DropReason::ListFull { max_tools } => {
+                write!(f, "the carried list was full ({max_tools} tools)")
+            }
+            DropReason::Stale { idle_turns } => {
+                write!(f, "evicted from the list: unneeded for {idle_turns} turns")
+            }
+        }
+    }
+}
+
 /// Which of a turn's channels brought a selected tool: the message alone, the message read
-/// with its history, the list carried from earlier turns, or the policy's pins (see [the
-/// channels](super#a-turns-channels)). Printed as the explanation says it:
+/// with its history, a tool it goes with, the list carried from earlier turns, or the
+/// policy's pins (see [the channels](super#a-turns-channels)). Printed as the explanation says it:
 ///
 /// ```
 /// use capstore::context::Channel;
 /// assert_eq!(Channel::Message.to_string(), "named by this message");
 /// assert_eq!(Channel::Conversation.to_string(), "from the conversation");
+/// assert_eq!(Channel::Companion.to_string(), "brought by a tool it goes with");
 /// assert_eq!(Channel::Kept { idle_turns: 1 }.to_string(), "kept from the last turn");
 /// assert_eq!(Channel::Kept { idle_turns: 3 }.to_string(), "kept from 3 turns ago");
 /// assert_eq!(Channel::Pinned.to_string(), "pinned");
@@ -300,6 +413,9 @@ pub enum Channel {
     /// The message read with its history (earlier messages, tools used lately, tools found
     /// with `search_tools`) brought it.
     Conversation,
+    /// Another tool of the turn brought it: that tool declares it needs it, or the agent's own
+    /// calls taught that they go together ([the companion channel](super#companions)).
+    Companion,
     /// Carried on from the list of an earlier turn, which last needed it this many turns ago.
     Kept {
         /// Turns since a turn needed it or the model called it (1: the last turn did).
@@ -316,6 +432,7 @@ impl std::fmt::Display for Channel {
             Channel::Pinned => f.write_str("pinned"),
             Channel::Message => f.write_str("named by this message"),
             Channel::Conversation => f.write_str("from the conversation"),
+            Channel::Companion => f.write_str("brought by a tool it goes with"),
             Channel::Kept { idle_turns: 0 | 1 } => f.write_str("kept from the last turn"),
             Channel::Kept { idle_turns } => write!(f, "kept from {idle_turns} turns ago"),
             Channel::All => f.write_str("every tool is sent"),
