@@ -7,8 +7,9 @@ use super::args::{Args, SourceArgs, count, real};
 use super::hybrid::HybridArgs;
 use capstore::context::{ContextBuilder, SelectionPolicy};
 use capstore::eval::{
-    ConversationReport, EvalConfig, EvalReport, load_conversations, load_queries, load_tools,
-    run as run_eval, run_conversations, run_with_embedder,
+    ConversationReport, EvalConfig, EvalReport, learn_from_conversations, load_conversations,
+    load_queries, load_tools, run as run_eval, run_conversations, run_conversations_learning,
+    run_with_embedder,
 };
 
 const HELP: &str = "\
@@ -18,7 +19,7 @@ USAGE:
                   [--vector-cache FILE]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
                   [--embedder DIR [--lexical-weight W] [--depth N] [--vector-cache FILE]]
-                  [--sweep [--plot FILE.svg]]
+                  [--no-learning | --learn-from FILE... | --usage FILE] [--sweep [--plot FILE.svg]]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --conversations FILE      scripted conversations, one JSON object a line; tools from the
@@ -26,6 +27,13 @@ CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --policy JSON             selection policy fields over the default, e.g. '{\"max_tools\": 12}'
                               (the catalog's pinned tools are added)
     --turns-out FILE          write each turn ({conversation, turn, sent, missed, tokens, ...}) a line
+    --no-learning             nothing is learned from the turns' calls (the cold figure); by
+                              default each turn's calls (`used`, else `gold`) are counted into
+                              the usage table after the turn is scored, as a deployed agent
+                              learns from its own conversations as they go
+    --learn-from FILE         count the calls of these conversations first, without scoring
+                              them (repeatable): an agent that has already run them
+    --usage FILE              start from the usage kept in FILE (`capstore serve` writes one)
     --sweep                   run a grid of list settings (tools a turn, tools in the list, tools
                               the message alone brings, the conversation's tools that may
                               re-pack a full list), lexical and, with --embedder, hybrid; print
@@ -254,6 +262,9 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     let mut sweep = false;
     let mut plot = None;
     let mut hybrid = HybridArgs::default();
+    let mut learning = true;
+    let mut learn_from = Vec::new();
+    let mut usage = None;
     let mut it = Args::new(args);
     while let Some(flag) = it.next() {
         if sources.accept(flag, &mut it)? || hybrid.accept(flag, &mut it)? {
@@ -266,6 +277,9 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
                     serde_json::from_str(it.value(flag)?).map_err(|e| format!("--policy: {e}"))?;
             }
             "--turns-out" => turns_out = Some(it.value(flag)?.to_owned()),
+            "--no-learning" => learning = false,
+            "--learn-from" => learn_from.push(it.value(flag)?.to_owned()),
+            "--usage" => usage = Some(it.value(flag)?.to_owned()),
             "--sweep" => sweep = true,
             "--plot" => plot = Some(it.value(flag)?.to_owned()),
             other => return Err(super::args::unknown("eval --conversations", other)),
@@ -278,10 +292,27 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     if sweep && turns_out.is_some() {
         return Err("eval: --turns-out writes one run's turns, not a --sweep's".into());
     }
+    if !learning && (!learn_from.is_empty() || usage.is_some()) {
+        return Err(
+            "eval: --no-learning starts from nothing learned: drop --learn-from / --usage".into(),
+        );
+    }
     let conversations = load_conversations(&file).map_err(|e| e.to_string())?;
     // The fusion flags are checked (and the model read) before the tools are loaded.
     let (retrieval, embedder) = hybrid.load()?;
     let loaded = super::source::load(&sources)?;
+    if let Some(path) = &usage {
+        let read = capstore::usage::load_file(&loaded.store, path).map_err(|e| e.to_string())?;
+        super::source::progress(&format!(
+            "usage: {} tools' rows from {path} ({} of tools not here skipped)",
+            read.rows, read.skipped
+        ));
+    }
+    for path in &learn_from {
+        let earlier = load_conversations(path).map_err(|e| e.to_string())?;
+        let turns = learn_from_conversations(&loaded.store, &earlier).map_err(|e| e.to_string())?;
+        super::source::progress(&format!("learned from {turns} turns of {path}"));
+    }
     for pinned in &loaded.policy.pinned_tools {
         if !policy.pinned_tools.contains(pinned) {
             policy.pinned_tools.push(pinned.clone());
@@ -299,8 +330,7 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
             }
             None => None,
         };
-        let points =
-            super::sweep::sweep(&loaded.store.snapshot(), &policy, hybrid, &conversations)?;
+        let points = super::sweep::sweep(&loaded.store, &policy, hybrid, &conversations, learning)?;
         print!("{}", super::sweep::table(&points));
         if let Some(path) = &plot {
             let title = format!("{file}: recall against tokens a turn");
@@ -314,12 +344,26 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
         embedding.embed_tools(&loaded.store)?;
         builder = builder.with_embedder(embedding.model());
     }
-    let report = run_conversations(&loaded.store.snapshot(), &builder, &conversations)
-        .map_err(|e| e.to_string())?;
+    let report = if learning {
+        run_conversations_learning(&loaded.store, &builder, &conversations)
+    } else {
+        run_conversations(&loaded.store.snapshot(), &builder, &conversations)
+    }
+    .map_err(|e| e.to_string())?;
     if let Some(path) = &turns_out {
         write_jsonl(path, &report.turns).map_err(|e| format!("{path}: {e}"))?;
     }
     print_conversations(&file, &loaded.label, &report);
+    say!(
+        "learning: {}",
+        match (learning, learn_from.is_empty() && usage.is_none()) {
+            (false, _) => "off (--no-learning): nothing learned from calls".to_string(),
+            (true, true) => "from each turn's calls as the conversations go".to_string(),
+            (true, false) =>
+                "from each turn's calls as they go, after what --learn-from / --usage gave"
+                    .to_string(),
+        }
+    );
     Ok(())
 }
 

@@ -8,10 +8,12 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use capstore::Snapshot;
 use capstore::context::{ContextBuilder, MessagePolicy, Retrieval, SelectionPolicy};
 use capstore::embed::{Embedder, VectorCache};
-use capstore::eval::{ConversationMetrics, ScriptedConversation, run_conversations};
+use capstore::eval::{
+    ConversationMetrics, ScriptedConversation, run_conversations, run_conversations_learning,
+};
+use capstore::{Snapshot, Store, USAGE};
 
 /// The grid: `max_turn_tools`, `max_tools`, `message.max_tools`, `repack_for_conversation`
 /// (`usize::MAX`: all of them, as before it was a knob).
@@ -36,13 +38,18 @@ pub(crate) struct Point {
 
 /// Runs every setting of the grid over `conversations`: lexical, and hybrid when `embedder` is
 /// given (`hybrid` is then the retrieval to use). `base` is the policy the grid varies.
+///
+/// With `learning`, each setting learns from the turns as they go, as `eval` does, starting
+/// from the usage `store` holds now (restored before each run).
 pub(crate) fn sweep(
-    snapshot: &Snapshot,
+    store: &Store,
     base: &SelectionPolicy,
     hybrid: Option<(Retrieval, Arc<dyn Embedder>)>,
     conversations: &[ScriptedConversation],
+    learning: bool,
 ) -> Result<Vec<Point>, String> {
     let defaults = SelectionPolicy::default();
+    let start = store.snapshot();
     let mut retrievals = vec![(Retrieval::Lexical, None)];
     if let Some((retrieval, model)) = hybrid {
         // Every setting embeds the same messages: once, kept in memory by a vector cache
@@ -78,8 +85,13 @@ pub(crate) fn sweep(
                     if let Some(embedder) = &embedder {
                         builder = builder.with_embedder(Arc::clone(embedder));
                     }
-                    let report = run_conversations(snapshot, &builder, conversations)
-                        .map_err(|e| e.to_string())?;
+                    let report = if learning {
+                        restore_usage(store, &start)?;
+                        run_conversations_learning(store, &builder, conversations)
+                    } else {
+                        run_conversations(&start, &builder, conversations)
+                    }
+                    .map_err(|e| e.to_string())?;
                     points.push(Point {
                         hybrid: embedder.is_some(),
                         turn_tools,
@@ -298,4 +310,26 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// Puts `store`'s usage table back as `start` held it: what a run learned is forgotten.
+pub(crate) fn restore_usage(store: &Store, start: &Snapshot) -> Result<(), String> {
+    store
+        .write(|tx| {
+            let now: Vec<String> = tx
+                .view()
+                .iter(&USAGE)?
+                .keys()
+                .map(|k| k.to_string())
+                .collect();
+            for key in now {
+                tx.delete(&USAGE, &key)?;
+            }
+            for row in start.iter(&USAGE)?.records() {
+                tx.insert(&USAGE, row.clone())?;
+            }
+            Ok::<_, capstore::StoreError>(())
+        })
+        .map(drop)
+        .map_err(|e| e.to_string())
 }

@@ -52,14 +52,16 @@
 //! ```
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::context::{Channel, ContextBuilder, Conversation, estimate_tokens, search_tools};
-use crate::store::Snapshot;
+use crate::store::{Snapshot, Store};
 use crate::tables::TOOLS;
+use crate::usage::{TurnUse, learn};
 
 use super::load::EvalError;
 
@@ -233,7 +235,9 @@ pub struct ConversationReport {
 
 /// Runs every conversation through a fresh [`Conversation`] and `builder` over `snapshot`, as
 /// an agent would: each turn is selected, then the model's calls (`used`, else `gold`, among
-/// the tools sent) are recorded. Errors if a turn names a tool the snapshot does not hold.
+/// the tools sent) are recorded in the conversation. Nothing is learned from the calls (the
+/// cold figure; [`run_conversations_learning`] learns as it goes). Errors if a turn names a
+/// tool the snapshot does not hold.
 ///
 /// ```
 /// use capstore::context::ContextBuilder;
@@ -248,6 +252,95 @@ pub fn run_conversations(
     builder: &ContextBuilder,
     conversations: &[ScriptedConversation],
 ) -> Result<ConversationReport, EvalError> {
+    check_names(snapshot, conversations)?;
+    run(Source::Fixed(snapshot), builder, conversations)
+}
+
+/// [`run_conversations`] as a deployed agent learns: after each turn is scored, the turn's
+/// calls (`used`, else `gold`, in order, sent or not: the model would have found the missing
+/// ones with `search_tools`) are counted into `store`'s [`USAGE`](crate::USAGE) table with
+/// what the turn sent ([`learn`]), so each later turn (of this conversation and the next) is
+/// selected with what the earlier ones taught.
+///
+/// ```
+/// use capstore::context::ContextBuilder;
+/// use capstore::eval::{parse_conversations, run_conversations_learning};
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("startEngine", "Start the engine").with_source("car"))?;
+///     tx.insert(&TOOLS, Tool::new("pressBrakePedal", "Press the brake pedal").with_source("car"))
+/// })?;
+/// let line = r#"{"id": "ID", "turns": [{"user": "start the engine", "gold": ["car/pressBrakePedal", "car/startEngine"]}]}"#;
+/// let text: Vec<String> = (0..4).map(|i| line.replace("ID", &i.to_string())).collect();
+/// let conversations = parse_conversations("c.jsonl", &text.join("\n"))?;
+/// let report = run_conversations_learning(&store, &ContextBuilder::new(), &conversations)?;
+/// // Cold for two conversations (a companion needs two turns of evidence), then learned.
+/// let complete: Vec<bool> = report.turns.iter().map(|t| t.missed.is_empty()).collect();
+/// assert_eq!(complete, [false, false, true, true]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn run_conversations_learning(
+    store: &Store,
+    builder: &ContextBuilder,
+    conversations: &[ScriptedConversation],
+) -> Result<ConversationReport, EvalError> {
+    check_names(&store.snapshot(), conversations)?;
+    run(Source::Learning(store), builder, conversations)
+}
+
+/// Counts every turn's calls of `conversations` (`used`, else `gold`, in order) into `store`'s
+/// [`USAGE`](crate::USAGE) table, as if an agent had run them, without selecting anything:
+/// what `capstore eval --learn-from FILE` replays before it measures. Returns the turns
+/// counted. Errors if a turn names a tool the store does not hold.
+///
+/// ```
+/// use capstore::eval::{learn_from_conversations, parse_conversations};
+/// use capstore::{Store, Tool, TOOLS, USAGE};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("cd", "Change directory")))?;
+/// let c = parse_conversations("c.jsonl", r#"{"id": "a", "turns": [{"user": "go to docs", "gold": ["cd"]}]}"#)?;
+/// assert_eq!(learn_from_conversations(&store, &c)?, 1);
+/// assert_eq!(store.snapshot().get(&USAGE, "cd")?.map(|u| u.turns), Some(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn learn_from_conversations(
+    store: &Store,
+    conversations: &[ScriptedConversation],
+) -> Result<usize, EvalError> {
+    check_names(&store.snapshot(), conversations)?;
+    let mut turns = 0;
+    for c in conversations {
+        let mut previous: Vec<String> = Vec::new();
+        for scripted in &c.turns {
+            let called = scripted.used.as_ref().unwrap_or(&scripted.gold).clone();
+            let turn = TurnUse {
+                called,
+                sent: Vec::new(),
+                previous: std::mem::take(&mut previous),
+            };
+            store
+                .write(|tx| learn(tx, &turn))
+                .map_err(|source| EvalError::Store { id: None, source })?;
+            previous = distinct(&turn.called);
+            turns += 1;
+        }
+    }
+    Ok(turns)
+}
+
+/// Where a run reads its snapshots: one fixed snapshot, or a store it learns into.
+#[derive(Clone, Copy)]
+enum Source<'s> {
+    Fixed(&'s Snapshot),
+    Learning(&'s Store),
+}
+
+/// Errors if a turn of `conversations` names a tool `snapshot` does not hold.
+fn check_names(
+    snapshot: &Snapshot,
+    conversations: &[ScriptedConversation],
+) -> Result<(), EvalError> {
     for c in conversations {
         for (i, turn) in c.turns.iter().enumerate() {
             let named = turn.gold.iter().chain(turn.used.iter().flatten());
@@ -265,13 +358,41 @@ pub fn run_conversations(
             }
         }
     }
+    Ok(())
+}
+
+/// The distinct names of `called`, in first-call order.
+fn distinct(called: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for tool in called {
+        if !out.contains(tool) {
+            out.push(tool.clone());
+        }
+    }
+    out
+}
+
+fn run(
+    source: Source<'_>,
+    builder: &ContextBuilder,
+    conversations: &[ScriptedConversation],
+) -> Result<ConversationReport, EvalError> {
     let mut turns = Vec::new();
     let mut select_time = Duration::ZERO;
     for c in conversations {
         let mut conversation = Conversation::new();
         let mut last: Vec<(String, usize)> = Vec::new();
         let mut last_topic: Option<&str> = None;
+        let mut last_called: Vec<String> = Vec::new();
         for (i, scripted) in c.turns.iter().enumerate() {
+            let current: Arc<Snapshot>;
+            let snapshot: &Snapshot = match source {
+                Source::Fixed(snapshot) => snapshot,
+                Source::Learning(store) => {
+                    current = store.snapshot();
+                    &current
+                }
+            };
             let turn = conversation.next_turn(scripted.user.as_str());
             let started = Instant::now();
             let selection = builder.select(snapshot, &turn).map_err(EvalError::Select)?;
@@ -283,7 +404,8 @@ pub fn run_conversations(
                 .map(|t| (t.key.to_string(), estimate_tokens(&t.tool)))
                 .collect();
             let was_sent = |key: &String| sent.iter().any(|(k, _)| k == key);
-            for key in scripted.used.as_ref().unwrap_or(&scripted.gold) {
+            let called = scripted.used.as_ref().unwrap_or(&scripted.gold);
+            for key in called {
                 if was_sent(key) {
                     conversation.record_tool_use(key.as_str());
                 }
@@ -324,6 +446,17 @@ pub fn run_conversations(
                     other => other.to_string(),
                 })
                 .collect();
+            if let Source::Learning(store) = source {
+                // Scored first: what the turn teaches reaches only the turns after it.
+                let turn = TurnUse {
+                    called: called.clone(),
+                    sent: sent.iter().map(|(k, _)| k.clone()).collect(),
+                    previous: std::mem::replace(&mut last_called, distinct(called)),
+                };
+                store
+                    .write(|tx| learn(tx, &turn))
+                    .map_err(|source| EvalError::Store { id: None, source })?;
+            }
             turns.push(TurnRun {
                 conversation: c.id.clone(),
                 turn: i,

@@ -51,7 +51,8 @@ mod run;
 
 pub use conversations::{
     ConversationMetrics, ConversationReport, SEARCH_DEPTH, ScriptedConversation, ScriptedTurn,
-    TurnRun, load_conversations, parse_conversations, run_conversations,
+    TurnRun, learn_from_conversations, load_conversations, parse_conversations, run_conversations,
+    run_conversations_learning,
 };
 pub use load::{EvalError, Query, ToolEntry, load_queries, load_tools, parse_queries, parse_tools};
 pub use metrics::{Metrics, complete_at, mrr_at, ndcg_at, recall_at};
