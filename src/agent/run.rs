@@ -16,6 +16,7 @@ use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tables::TOOLS;
+use crate::usage::{UsageRecorder, learn};
 
 use super::approval::{Approvals, Decision, Ticket, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
@@ -100,6 +101,8 @@ pub struct Session {
     /// The id of the [`PendingTurn`] this session waits at; cleared when resumed, so that a
     /// pending turn resumes once.
     suspended: Option<u64>,
+    /// The turn's offered tools and calls, counted into the store's usage when it ends.
+    usage: UsageRecorder,
 }
 
 impl Session {
@@ -119,6 +122,7 @@ impl Session {
             conversation: pending.conversation.clone(),
             turns: pending.turn,
             suspended: Some(pending.id),
+            usage: UsageRecorder::new(),
         }
     }
 
@@ -146,6 +150,7 @@ pub struct Agent<M> {
     offer_search_tools: bool,
     approvals: Option<Approvals>,
     export: Mutex<Option<Arc<ToolExport>>>,
+    learn: bool,
 }
 
 impl<M: Model> Agent<M> {
@@ -170,7 +175,24 @@ impl<M: Model> Agent<M> {
             offer_search_tools: true,
             approvals: None,
             export: Mutex::new(None),
+            learn: true,
         }
+    }
+
+    /// Whether each finished turn's calls (and the tools it offered) are counted into the
+    /// store's [`usage`](crate::usage), so that later selections bring the tools they need
+    /// first. Default true. The agent records its sessions' calls itself: its executor needs no
+    /// recorder of its own ([`Executor::with_usage`]).
+    ///
+    /// ```
+    /// # use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest};
+    /// # struct M; impl Model for M { async fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> { Ok(ModelReply::Final(String::new())) } }
+    /// let agent = Agent::new(capstore::Store::new(), M).with_learning(false);
+    /// # let _ = agent;
+    /// ```
+    pub fn with_learning(mut self, learn: bool) -> Self {
+        self.learn = learn;
+        self
     }
 
     /// Uses `builder` to select tools; `None` sends every tool each turn.
@@ -447,6 +469,10 @@ impl<M: Model> Agent<M> {
             None => all_tools(&snapshot)?,
         });
         session.conversation.record_selection(&selection);
+        // Offered for the turn's own reasons (not only carried on): what its calls are read
+        // against.
+        let offered = selection.tools.iter().filter(|t| !t.carried());
+        session.usage.sent(offered.map(|t| &*t.key));
         self.emit(Event::SelectionMade {
             turn: turn_no,
             version: selection.version,
@@ -502,6 +528,8 @@ impl<M: Model> Agent<M> {
                 }
             }
             if state.step >= self.max_steps {
+                // The calls ran all the same: they teach what they teach.
+                self.learn_turn(session)?;
                 return Err(AgentError::StepLimit {
                     steps: self.max_steps,
                 });
@@ -518,6 +546,7 @@ impl<M: Model> Agent<M> {
                         text: answer.clone(),
                         tool_calls: Vec::new(),
                     });
+                    self.learn_turn(session)?;
                     self.emit(Event::TurnFinished {
                         turn: state.turn,
                         steps: state.step,
@@ -688,10 +717,20 @@ impl<M: Model> Agent<M> {
         match self.executor.execute(tool_call, selected).await {
             Ok(out) => {
                 session.conversation.record_tool_use(key.clone());
+                session.usage.called(&key);
                 (key, out.output, true)
             }
             Err(e) => (key, json!(e.to_string()), false),
         }
+    }
+
+    /// Ends the session's turn for usage: counts it into the store, when the agent learns.
+    fn learn_turn(&self, session: &mut Session) -> Result<(), AgentError> {
+        let turn = session.usage.finish_turn();
+        if self.learn && !turn.is_empty() {
+            self.store.write(|tx| learn(tx, &turn))?;
+        }
+        Ok(())
     }
 
     fn emit(&self, event: Event) {

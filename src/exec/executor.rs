@@ -11,6 +11,7 @@ use crate::events::EventBus;
 use crate::hooks::HookEvent;
 use crate::store::Store;
 use crate::tables::{HANDLERS, TOOLS};
+use crate::usage::UsageRecorder;
 
 use super::args::check_arguments;
 use super::call::{ToolCall, ToolOutput, UnselectedCallPolicy};
@@ -46,6 +47,7 @@ pub struct Executor {
     policy: UnselectedCallPolicy,
     events: Option<EventBus>,
     kept: Arc<Mutex<BTreeSet<String>>>,
+    usage: Option<UsageRecorder>,
 }
 
 impl fmt::Debug for Executor {
@@ -54,6 +56,7 @@ impl fmt::Debug for Executor {
             .field("policy", &self.policy)
             .field("events", &self.events.is_some())
             .field("kept", &*self.kept.lock())
+            .field("usage", &self.usage.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +75,7 @@ impl Executor {
             policy: UnselectedCallPolicy::default(),
             events: None,
             kept: Arc::new(Mutex::new(BTreeSet::new())),
+            usage: None,
         }
     }
 
@@ -98,6 +102,41 @@ impl Executor {
     pub fn with_events(mut self, bus: EventBus) -> Self {
         self.events = Some(bus);
         self
+    }
+
+    /// Records each call that succeeds into `recorder` (the tool's name, in order), for
+    /// [`usage`](crate::usage) to learn from when the conversation's turn ends
+    /// ([`UsageRecorder::commit_turn`]). One recorder per conversation: give each
+    /// conversation's clone of the executor its own. A call that fails teaches nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use capstore::exec::register_tool;
+    /// use capstore::usage::UsageRecorder;
+    /// use capstore::{Executor, Store, Tool, ToolCall, USAGE};
+    /// let store = Store::new();
+    /// store.write(|tx| register_tool(tx, Tool::new("ping", "Ping"), |v| async move { Ok(v) }))?;
+    /// let recorder = UsageRecorder::new();
+    /// let executor = Executor::new(store.clone()).with_usage(recorder.clone());
+    /// executor.execute(ToolCall::new("1", "ping", serde_json::json!({})), &[]).await?;
+    /// recorder.commit_turn(&store)?;
+    /// assert_eq!(store.snapshot().get(&USAGE, "ping")?.map(|u| u.calls), Some(1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_usage(mut self, recorder: UsageRecorder) -> Self {
+        self.usage = Some(recorder);
+        self
+    }
+
+    /// The recorder calls are recorded into, if any ([`with_usage`](Self::with_usage)).
+    ///
+    /// ```
+    /// assert!(capstore::Executor::new(capstore::Store::new()).usage().is_none());
+    /// ```
+    pub fn usage(&self) -> Option<&UsageRecorder> {
+        self.usage.as_ref()
     }
 
     /// The policy for calls to tools not offered this turn.
@@ -201,7 +240,12 @@ impl Executor {
         let report = CallReport::start(self.events.as_ref(), &call.id, &call.name);
         let result = self.run(call, selected, started).await;
         match &result {
-            Ok(out) => report.finished(out.elapsed),
+            Ok(out) => {
+                if let Some(usage) = &self.usage {
+                    usage.called(&out.tool);
+                }
+                report.finished(out.elapsed)
+            }
             Err(error) => report.failed(error),
         }
         result
