@@ -116,7 +116,31 @@ impl TurnUse {
 /// # Ok::<(), capstore::StoreError>(())
 /// ```
 pub fn learn(tx: &mut WriteTxn, turn: &TurnUse) -> Result<(), StoreError> {
-    let known = |tx: &WriteTxn, key: &str| tx.view().contains(&TOOLS, key);
+    learn_with(tx, turn, Known::InTools)
+}
+
+/// Which tools a turn's evidence counts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
+pub(crate) enum Known {
+    /// The tools the transaction's `tools` table holds ([`learn`]).
+    InTools,
+    /// Every tool named: a replica's log applies the evidence of calls run by gateways whose
+    /// live tools its own store does not hold; a selection still brings only tools in its own
+    /// store.
+    Any,
+}
+
+/// [`learn`], counting the tools `known` says.
+pub(crate) fn learn_with(
+    tx: &mut WriteTxn,
+    turn: &TurnUse,
+    known: Known,
+) -> Result<(), StoreError> {
+    let known = |tx: &WriteTxn, key: &str| match known {
+        Known::InTools => tx.view().contains(&TOOLS, key),
+        Known::Any => Ok(!key.is_empty()),
+    };
     let mut rows: HashMap<&str, Usage> = HashMap::new();
     // Each row is read once, changed in `rows`, and written once at the end.
     fn row<'k>(

@@ -59,6 +59,9 @@ mod record;
 mod recorder;
 
 pub use file::{LoadedUsage, USAGE_FORMAT, UsageFileError, load_file, save_file};
+#[allow(unused_imports)]
+// for sync (feature `postgres`): a replica applies any tool's evidence
+pub(crate) use learn::{Known, learn_with};
 pub use learn::{TurnUse, learn};
 pub(crate) use record::schema;
 pub use record::{Companion, MAX_COMPANIONS, Usage};
