@@ -87,6 +87,8 @@ pub(crate) struct SourceArgs {
     pub(crate) hold_new_tools: bool,
     /// Set by `call`: connect only to the server of this tool (`server/name`).
     pub(crate) only_server_of: Option<String>,
+    /// `--usage FILE`: what calls taught, read into the store after the tools.
+    pub(crate) usage: Option<PathBuf>,
 }
 
 impl SourceArgs {
@@ -127,6 +129,12 @@ impl SourceArgs {
             }
             "--max-tool-bytes" => {
                 self.live.max_tool_bytes = count(flag, args.value(flag)?, 256, 1 << 30)?;
+            }
+            "--usage" => {
+                if self.usage.is_some() {
+                    return Err("--usage given twice (one usage file)".into());
+                }
+                self.usage = Some(args.value(flag)?.into());
             }
             "--bundled" => self.bundled = true,
             "--no-quarantine" => self.no_quarantine = true,

@@ -19,7 +19,8 @@ USAGE:
                   [--vector-cache FILE]
     capstore eval --conversations FILE [SOURCE] [--policy JSON] [--turns-out FILE]
                   [--embedder DIR [--lexical-weight W] [--depth N] [--vector-cache FILE]]
-                  [--no-learning | --learn-from FILE... | --usage FILE] [--sweep [--plot FILE.svg]]
+                  [--no-learning | --learn-from FILE... | --usage FILE] [--usage-out FILE]
+                  [--sweep [--plot FILE.svg]]
 
 CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --conversations FILE      scripted conversations, one JSON object a line; tools from the
@@ -34,6 +35,7 @@ CONVERSATIONS (multi-turn; see the library's `eval` module for the file format):
     --learn-from FILE         count the calls of these conversations first, without scoring
                               them (repeatable): an agent that has already run them
     --usage FILE              start from the usage kept in FILE (`capstore serve` writes one)
+    --usage-out FILE          write what the run learned to FILE (`capstore select --usage FILE`)
     --sweep                   run a grid of list settings (tools a turn, tools in the list, tools
                               the message alone brings, the conversation's tools that may
                               re-pack a full list), lexical and, with --embedder, hybrid; print
@@ -264,7 +266,7 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     let mut hybrid = HybridArgs::default();
     let mut learning = true;
     let mut learn_from = Vec::new();
-    let mut usage = None;
+    let mut usage_out = None;
     let mut it = Args::new(args);
     while let Some(flag) = it.next() {
         if sources.accept(flag, &mut it)? || hybrid.accept(flag, &mut it)? {
@@ -279,7 +281,7 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
             "--turns-out" => turns_out = Some(it.value(flag)?.to_owned()),
             "--no-learning" => learning = false,
             "--learn-from" => learn_from.push(it.value(flag)?.to_owned()),
-            "--usage" => usage = Some(it.value(flag)?.to_owned()),
+            "--usage-out" => usage_out = Some(it.value(flag)?.to_owned()),
             "--sweep" => sweep = true,
             "--plot" => plot = Some(it.value(flag)?.to_owned()),
             other => return Err(super::args::unknown("eval --conversations", other)),
@@ -292,7 +294,7 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     if sweep && turns_out.is_some() {
         return Err("eval: --turns-out writes one run's turns, not a --sweep's".into());
     }
-    if !learning && (!learn_from.is_empty() || usage.is_some()) {
+    if !learning && (!learn_from.is_empty() || sources.usage.is_some()) {
         return Err(
             "eval: --no-learning starts from nothing learned: drop --learn-from / --usage".into(),
         );
@@ -301,13 +303,6 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     // The fusion flags are checked (and the model read) before the tools are loaded.
     let (retrieval, embedder) = hybrid.load()?;
     let loaded = super::source::load(&sources)?;
-    if let Some(path) = &usage {
-        let read = capstore::usage::load_file(&loaded.store, path).map_err(|e| e.to_string())?;
-        super::source::progress(&format!(
-            "usage: {} tools' rows from {path} ({} of tools not here skipped)",
-            read.rows, read.skipped
-        ));
-    }
     for path in &learn_from {
         let earlier = load_conversations(path).map_err(|e| e.to_string())?;
         let turns = learn_from_conversations(&loaded.store, &earlier).map_err(|e| e.to_string())?;
@@ -353,10 +348,15 @@ fn run_conversation_eval(args: &[String]) -> Result<(), String> {
     if let Some(path) = &turns_out {
         write_jsonl(path, &report.turns).map_err(|e| format!("{path}: {e}"))?;
     }
+    if let Some(path) = &usage_out {
+        let rows = capstore::usage::save_file(&loaded.store.snapshot(), path)
+            .map_err(|e| e.to_string())?;
+        super::source::progress(&format!("usage: {rows} tools' rows written to {path}"));
+    }
     print_conversations(&file, &loaded.label, &report);
     say!(
         "learning: {}",
-        match (learning, learn_from.is_empty() && usage.is_none()) {
+        match (learning, learn_from.is_empty() && sources.usage.is_none()) {
             (false, _) => "off (--no-learning): nothing learned from calls".to_string(),
             (true, true) => "from each turn's calls as the conversations go".to_string(),
             (true, false) =>

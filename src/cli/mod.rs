@@ -25,6 +25,7 @@ mod state;
 mod stats;
 mod sweep;
 mod synth;
+mod usage;
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -43,6 +44,7 @@ USAGE:
     capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
     capstore compact --state URL [--namespace NS]
+    capstore usage (--usage FILE | --mcp-config FILE) [--tool TOOL] [--top N] [--json]
 
 SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --catalog FILE            a capstore catalog file (format capstore.catalog/v1) instead
@@ -64,6 +66,9 @@ SOURCE (default: the catalog bundled in the crate, catalog/default.json):
     --hold-new-tools          quarantine tools a known server adds, until approved
                               (live tools are checked against <config>.quarantine.json, the
                               trust file `capstore approve` edits, by every command)
+    --usage FILE              what earlier calls taught (a usage file, as `capstore serve`
+                              keeps in <config>.usage.json): tools come with the tools they
+                              were called with
 
 SELECT:
     --max-tools N             send at most N tools (default 11)
@@ -106,9 +111,16 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
                               stay local. --namespace NS: which shared catalog (default capstore).
                               The quarantine's trust state is shared there too, instead of the
                               trust file: approve with `capstore approve --state URL`
+    The gateway learns from the calls it forwards (a session's run of calls is a turn): the
+    tools called together come together in later searches. Kept in <config>.usage.json
+    (--usage FILE to choose the file), or with --state in the shared log.
 APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
          --mcp-config FILE edits that configuration's trust file; --state URL [--namespace NS]
          the trust state shared by the gateways of `serve --state URL` (one approval, all).
+USAGE:   what the calls taught, tool by tool: turns it was called in, calls, turns it was
+         called of those it was offered, and its strongest companions (called before it, or
+         with it, in how many of its turns); --usage FILE, or --mcp-config FILE for the usage
+         `capstore serve` keeps beside that configuration.
 COMPACT: fold a shared catalog's change log in PostgreSQL (postgres://...) into its snapshot
          row, which new replicas start from; --namespace NS names the catalog (default capstore).
 
@@ -165,6 +177,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("approve") => approve::run(rest),
         Some("eval") => eval::run(rest),
         Some("compact") => compact::run(rest),
+        Some("usage") => usage::run(rest),
         // Hidden: a benchmark tool, documented in BENCHMARKS.md, not in the help.
         Some("gen-catalog") => synth::run(rest),
         Some(other) => Err(format!("unknown command `{other}` (try `capstore --help`)")),
@@ -185,6 +198,7 @@ fn parse_only(args: &[String]) -> Result<(), String> {
         Some("approve") => approve::parse(rest).map(drop),
         Some("eval") => eval::parse_eval(rest).map(drop),
         Some("gen-catalog") => synth::parse(rest).map(drop),
+        Some("usage") => usage::parse(rest).map(drop),
         _ => Ok(()),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use capstore::gateway::{Gateway, GatewayOptions, HttpGuard, Mode};
+use capstore::gateway::{Gateway, GatewayOptions, HttpGuard, Mode, UsageSink};
 use capstore::sync::SyncOptions;
 
 use super::args::{Args, SourceArgs, count, unknown};
@@ -137,6 +137,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         _ => None,
     };
     options.events = shared.as_ref().map(|s| s.events.clone());
+    // Usage: kept beside the configuration, learned from each session's turns.
+    if shared.is_none()
+        && let Some(config) = &sources.mcp_config
+    {
+        options.usage_sink = Some(usage_file(&loaded.store, config, sources.usage.as_deref())?);
+    }
     // The hub's trust state (the file, or the shared one): the hub keeps held tools out of the
     // store, the gateway answers for them.
     let quarantine = live.quarantine.clone();
@@ -158,4 +164,35 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     });
     served.map_err(|e| format!("serve: {e}"))
+}
+
+/// The usage kept in a file (`--usage FILE`, already read with the tools, or `config`'s usage
+/// file, read into `store` now when it is there), and a sink that counts each finished turn
+/// into `store` and writes the file again.
+fn usage_file(
+    store: &capstore::Store,
+    config: &std::path::Path,
+    given: Option<&std::path::Path>,
+) -> Result<UsageSink, String> {
+    let path = given.map_or_else(|| capstore::usage::usage_path(config), ToOwned::to_owned);
+    if given.is_none() && path.exists() {
+        let read = capstore::usage::load_file(store, &path).map_err(|e| e.to_string())?;
+        progress(&format!(
+            "usage: {} tools' rows from {} ({} of tools not here now)",
+            read.rows,
+            path.display(),
+            read.skipped
+        ));
+    }
+    let store = store.clone();
+    Ok(UsageSink::new(move |turn| {
+        let learned = store.write(|tx| capstore::usage::learn(tx, &turn));
+        let saved = learned.map_err(|e| e.to_string()).and_then(|_| {
+            capstore::usage::save_file(&store.snapshot(), &path).map_err(|e| e.to_string())
+        });
+        // The gateway goes on serving; the next turn writes the file again.
+        if let Err(e) = saved {
+            progress(&format!("usage: not saved: {e}"));
+        }
+    }))
 }

@@ -120,6 +120,15 @@ pub(crate) fn load_with(args: &SourceArgs, prepared: Option<Prepared>) -> Result
         Some(path) => Some(connect(&store, path, args, &mut labels, prepared)?),
         None => None,
     };
+    if let Some(path) = &args.usage {
+        let read = capstore::usage::load_file(&store, path).map_err(|e| e.to_string())?;
+        progress(&format!(
+            "usage: {} tools' rows from {} ({} of tools not loaded here skipped)",
+            read.rows,
+            path.display(),
+            read.skipped
+        ));
+    }
     let elapsed = start.elapsed();
     let snap = store.snapshot();
     let tools = snap.count(&capstore::TOOLS).map_err(|e| e.to_string())?;

@@ -128,10 +128,14 @@ impl ContextBuilder {
                 .then_with(|| a.entry.key.cmp(b.entry.key))
         });
         let budget = self.policy().token_budget;
+        // Within the list's length too: a turn never sends more than `max_tools`.
+        let limit = p
+            .max_tools
+            .min(self.policy().max_tools.saturating_sub(needed.len()));
         let mut used = tokens;
-        let mut out = Vec::with_capacity(p.max_tools.min(found.len()));
+        let mut out = Vec::with_capacity(limit.min(found.len()));
         for f in found {
-            if out.len() >= p.max_tools {
+            if out.len() >= limit {
                 break;
             }
             let tool_tokens = self.tokens_of(f.entry.record);

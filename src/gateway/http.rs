@@ -125,7 +125,8 @@ impl HttpGateway {
         };
         let gateway = self.gateway.clone();
         let service = StreamableHttpService::new(
-            move || Ok(gateway.clone()),
+            // A session's turns are its own (usage).
+            move || Ok(gateway.for_session()),
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default(),
         );

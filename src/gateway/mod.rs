@@ -32,6 +32,19 @@
 //! [`follow`](Gateway::follow)s the hub answers calls to them with why, and imports an approval
 //! at once.
 //!
+//! # Learning from the calls it forwards
+//! The gateway counts what its clients call into the store's [`usage`](crate::usage), so
+//! that `search_tools` brings a tool's prerequisites along with it (`cd` with `mv`, a login
+//! with a post). It sees no user messages, so a client session's *turn* is a run of calls: it
+//! ends when a `search_tools` follows calls (the model looks for something new), after two
+//! minutes without a search or call, or when the session ends. What `search_tools` returned
+//! in the turn counts as sent. A session is stdio's one client, or one Streamable HTTP session.
+//! Counts only, never arguments; a held tool never runs, so it teaches nothing. `capstore
+//! serve` keeps usage in a file beside the configuration
+//! ([`usage_path`](crate::usage::usage_path)), or, with `--state`,
+//! in the PostgreSQL log, so every gateway learns from every gateway's calls
+//! ([`GatewayOptions::usage_sink`]).
+//!
 //! # Over HTTP
 //! `capstore serve --http 127.0.0.1:PORT` ([`Gateway::serve_http`]) listens on loopback only,
 //! and every request first passes an [`HttpGuard`]: its `Host` must be this listener
@@ -52,7 +65,7 @@
 //! # What it costs
 //! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
 //! Per request: one snapshot and one selection (`search_tools`, tens of microseconds at 10k
-//! tools), or one forwarded call. Measured in BENCHMARKS.md. Over HTTP, the admin page records
+//! tools), or one forwarded call; per turn of a session, one store transaction of usage. Measured in BENCHMARKS.md. Over HTTP, the admin page records
 //! each upstream definition it has not seen (one small file beside the trust file) and costs
 //! nothing more until it is opened; an open page asks once a second.
 //!
@@ -84,4 +97,4 @@ pub use crate::mcp::live::{
 };
 pub use guard::{HttpGuard, Refusal};
 pub use http::HttpGateway;
-pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode};
+pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode, UsageSink};

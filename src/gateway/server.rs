@@ -1,6 +1,7 @@
 //! The gateway's MCP server: what a client sees (`tools/list`) and what its calls do.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rmcp::model::{
@@ -15,6 +16,7 @@ use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
+use crate::usage::{TurnUse, UsageRecorder, learn};
 use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
@@ -56,6 +58,44 @@ pub struct GatewayOptions {
     /// Web origins let through over HTTP besides this listener's loopback ones
     /// (`--allow-origin`; see [`HttpGuard`](super::HttpGuard)).
     pub allowed_origins: Vec<String>,
+    /// Whether the gateway learns from the calls it forwards ([`usage`](crate::usage)): each
+    /// client session's turns (see [the module docs](super#learning-from-the-calls-it-forwards))
+    /// are counted into the store's usage, or handed to `usage_sink`. Default true.
+    pub learn: bool,
+    /// Where each finished turn goes instead of the gateway's own store: a replica's log
+    /// (`capstore serve --state`), or a store written and saved to a file. `None` (the
+    /// default): the gateway's store.
+    pub usage_sink: Option<UsageSink>,
+}
+
+/// Takes each turn a gateway's session finished ([`GatewayOptions::usage_sink`]). Called on the
+/// thread that ends the turn (a request's task, or the one dropping the session): it must not
+/// block for long (hand slow work to a task).
+///
+/// ```
+/// use capstore::gateway::UsageSink;
+/// let sink = UsageSink::new(|turn| println!("{} calls", turn.called.len()));
+/// # drop(sink);
+/// ```
+#[derive(Clone)]
+pub struct UsageSink(Arc<dyn Fn(TurnUse) + Send + Sync>);
+
+impl UsageSink {
+    /// A sink calling `take` with each finished turn.
+    ///
+    /// ```
+    /// let sink = capstore::gateway::UsageSink::new(|_turn| {});
+    /// # drop(sink);
+    /// ```
+    pub fn new(take: impl Fn(TurnUse) + Send + Sync + 'static) -> Self {
+        UsageSink(Arc::new(take))
+    }
+}
+
+impl std::fmt::Debug for UsageSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UsageSink")
+    }
 }
 
 impl Default for GatewayOptions {
@@ -68,6 +108,8 @@ impl Default for GatewayOptions {
             approve_hint: "capstore approve".into(),
             events: None,
             allowed_origins: Vec::new(),
+            learn: true,
+            usage_sink: None,
         }
     }
 }
@@ -77,6 +119,72 @@ impl Default for GatewayOptions {
 #[derive(Clone)]
 pub struct Gateway {
     shared: Arc<Shared>,
+    /// The client session this instance serves (one for stdio; one per session over HTTP):
+    /// its turn's offered tools and calls, for usage.
+    session: Arc<SessionUse>,
+}
+
+/// How long a session may go without a call or a search before the next one starts a new
+/// turn: a model's calls for one request come seconds apart; a person's next request, minutes.
+const TURN_GAP: Duration = Duration::from_secs(120);
+
+/// One client session's turn, for usage. The gateway sees no user messages: a turn ends when a
+/// `search_tools` follows calls (a new task is looked for), when `TURN_GAP` passes, or when the
+/// session ends.
+struct SessionUse {
+    recorder: UsageRecorder,
+    /// When the session last searched or called.
+    last: Mutex<Option<Instant>>,
+    store: Store,
+    learn: bool,
+    sink: Option<UsageSink>,
+}
+
+impl SessionUse {
+    fn new(shared: &Shared) -> SessionUse {
+        SessionUse {
+            recorder: UsageRecorder::new(),
+            last: Mutex::new(None),
+            store: shared.store.clone(),
+            learn: shared.options.learn,
+            sink: shared.options.usage_sink.clone(),
+        }
+    }
+
+    /// Ends the turn if `TURN_GAP` has passed since the session's last search or call, or
+    /// (`searching`) if the turn has calls; notes now as the last.
+    fn next_step(&self, searching: bool) {
+        let gap = {
+            let mut last = self.last.lock();
+            let gap = last.is_some_and(|t| t.elapsed() > TURN_GAP);
+            *last = Some(Instant::now());
+            gap
+        };
+        if gap || (searching && !self.recorder.peek().called.is_empty()) {
+            self.end_turn();
+        }
+    }
+
+    /// Counts the turn (into the store, or hands it to the sink) and starts the next.
+    fn end_turn(&self) {
+        let turn = self.recorder.finish_turn();
+        if !self.learn || turn.called.is_empty() {
+            return;
+        }
+        match &self.sink {
+            Some(sink) => (sink.0)(turn),
+            // A refused write (a store's own rule) loses one turn's counts, nothing else.
+            None => {
+                let _ = self.store.write(|tx| learn(tx, &turn));
+            }
+        }
+    }
+}
+
+impl Drop for SessionUse {
+    fn drop(&mut self) {
+        self.end_turn();
+    }
 }
 
 struct Shared {
@@ -129,19 +237,29 @@ impl Gateway {
         let executor = Executor::new(store.clone())
             .with_policy(UnselectedCallPolicy::Allow)
             .with_events(events.clone());
+        let shared = Arc::new(Shared {
+            executor,
+            store,
+            quarantine,
+            options,
+            peers: Mutex::new(Vec::new()),
+            hub: Mutex::new(None),
+            events,
+        });
         let gateway = Gateway {
-            shared: Arc::new(Shared {
-                executor,
-                store,
-                quarantine,
-                options,
-                peers: Mutex::new(Vec::new()),
-                hub: Mutex::new(None),
-                events,
-            }),
+            session: Arc::new(SessionUse::new(&shared)),
+            shared,
         };
         gateway.review();
         gateway
+    }
+
+    /// The gateway for a new client session: the same state, a turn of its own.
+    pub(super) fn for_session(&self) -> Gateway {
+        Gateway {
+            shared: Arc::clone(&self.shared),
+            session: Arc::new(SessionUse::new(&self.shared)),
+        }
     }
 
     /// Follows the hub's tool-list changes: records them in the quarantine at once, and passes
@@ -364,6 +482,9 @@ impl Gateway {
         if found.is_empty() {
             answer["note"] = json!("no tool matched; try other words, or fewer");
         }
+        self.session.next_step(true);
+        let offered = found.iter().filter_map(|t| t["name"].as_str());
+        self.session.recorder.sent(offered);
         Ok(CallToolResult::structured(answer))
     }
 
@@ -405,7 +526,11 @@ impl Gateway {
             }
         };
         match outcome {
-            Ok(output) => Ok(as_result(output.output)),
+            Ok(output) => {
+                self.session.next_step(false);
+                self.session.recorder.called(&key);
+                Ok(as_result(output.output))
+            }
             // A tool-execution error, not a protocol one, so that the model reads it and can
             // correct its arguments (as MCP asks for input validation errors).
             Err(ExecError::InvalidArguments { tool, reason }) => Ok(error_result(format!(

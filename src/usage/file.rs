@@ -27,6 +27,19 @@ struct UsageFile {
     usage: Vec<Usage>,
 }
 
+/// Where `capstore serve --mcp-config FILE` keeps the usage it learned: `FILE.usage.json`,
+/// beside the configuration (and its trust file).
+///
+/// ```
+/// use capstore::usage::usage_path;
+/// assert_eq!(usage_path("/home/me/.mcp.json".as_ref()), std::path::Path::new("/home/me/.mcp.json.usage.json"));
+/// ```
+pub fn usage_path(config: &Path) -> PathBuf {
+    let mut name = config.as_os_str().to_owned();
+    name.push(".usage.json");
+    PathBuf::from(name)
+}
+
 /// Why a usage file could not be read or written. Nothing in the store changed.
 ///
 /// ```
@@ -141,6 +154,41 @@ pub fn save_file(snapshot: &Snapshot, path: impl AsRef<Path>) -> Result<usize, U
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn load_file(store: &Store, path: impl AsRef<Path>) -> Result<LoadedUsage, UsageFileError> {
+    let rows = read_file(path)?;
+    let mut loaded = LoadedUsage {
+        rows: 0,
+        skipped: 0,
+    };
+    store
+        .write(|tx| {
+            for mut row in rows {
+                if tx.view().contains(&TOOLS, &row.tool)? {
+                    row.sort_companions();
+                    tx.upsert(&USAGE, row)?;
+                    loaded.rows += 1;
+                } else {
+                    loaded.skipped += 1;
+                }
+            }
+            Ok(())
+        })
+        .map_err(UsageFileError::Store)?;
+    Ok(loaded)
+}
+
+/// The rows of the usage file at `path`, checked, without a store (`capstore usage` reads a
+/// gateway's file this way).
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("read-usage-{}.json", std::process::id()));
+/// std::fs::write(&path, r#"{"format": "capstore.usage/v1", "usage": [
+///     {"tool": "fs/mv", "turns": 3, "calls": 3, "sent": 4, "sent_and_called": 3}]}"#)?;
+/// let rows = capstore::usage::read_file(&path)?;
+/// assert_eq!((rows[0].tool.as_str(), rows[0].turns), ("fs/mv", 3));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_file(path: impl AsRef<Path>) -> Result<Vec<Usage>, UsageFileError> {
     let path = path.as_ref();
     let invalid = |reason: String| UsageFileError::Invalid {
         path: path.to_path_buf(),
@@ -171,23 +219,5 @@ pub fn load_file(store: &Store, path: impl AsRef<Path>) -> Result<LoadedUsage, U
             row.companions.len()
         )));
     }
-    let mut loaded = LoadedUsage {
-        rows: 0,
-        skipped: 0,
-    };
-    store
-        .write(|tx| {
-            for mut row in file.usage {
-                if tx.view().contains(&TOOLS, &row.tool)? {
-                    row.sort_companions();
-                    tx.upsert(&USAGE, row)?;
-                    loaded.rows += 1;
-                } else {
-                    loaded.skipped += 1;
-                }
-            }
-            Ok(())
-        })
-        .map_err(UsageFileError::Store)?;
-    Ok(loaded)
+    Ok(file.usage)
 }

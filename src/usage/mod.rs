@@ -58,7 +58,9 @@ mod learn;
 mod record;
 mod recorder;
 
-pub use file::{LoadedUsage, USAGE_FORMAT, UsageFileError, load_file, save_file};
+pub use file::{
+    LoadedUsage, USAGE_FORMAT, UsageFileError, load_file, read_file, save_file, usage_path,
+};
 #[allow(unused_imports)]
 // for sync (feature `postgres`): a replica applies any tool's evidence
 pub(crate) use learn::{Known, learn_with};

@@ -50,17 +50,23 @@ impl UsageRecorder {
         UsageRecorder::default()
     }
 
-    /// Records the tools sent to the model this turn (a selection's keys), in place of any
-    /// recorded before in the turn.
+    /// Records tools sent to the model this turn (a selection's keys, or what a search
+    /// returned), after those recorded before in the turn; each counts once.
     ///
     /// ```
     /// let r = capstore::usage::UsageRecorder::new();
     /// r.sent(["fs/cd", "fs/mv"]);
-    /// assert_eq!(r.peek().sent, ["fs/cd", "fs/mv"]);
+    /// r.sent(["fs/mv", "fs/ls"]);
+    /// assert_eq!(r.peek().sent, ["fs/cd", "fs/mv", "fs/ls"]);
     /// ```
     pub fn sent<S: AsRef<str>>(&self, tools: impl IntoIterator<Item = S>) {
-        let sent: Vec<String> = tools.into_iter().map(|t| t.as_ref().to_string()).collect();
-        self.turn.lock().sent = sent;
+        let mut turn = self.turn.lock();
+        for tool in tools {
+            let tool = tool.as_ref();
+            if !turn.sent.iter().any(|t| t == tool) {
+                turn.sent.push(tool.to_string());
+            }
+        }
     }
 
     /// Records a call the model made this turn (the tool's qualified name), after the others.
