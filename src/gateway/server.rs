@@ -434,15 +434,21 @@ impl Gateway {
             let runnable = snap
                 .contains(&crate::HANDLERS, &selected.key)
                 .unwrap_or(false);
+            let why: Vec<String> = selected.reasons.iter().map(ToString::to_string).collect();
             let mut entry = json!({
                 "name": &*selected.key,
                 "server": selected.tool.source,
                 "description": selected.tool.description,
                 "inputSchema": selected.tool.input_schema.to_value(),
                 "score": selected.score,
-                "why": selected.reasons,
+                "why": why,
                 "runnable": runnable,
             });
+            // What the agent's calls taught goes with it (its prerequisites, mostly).
+            let goes_with = goes_with(&snap, &selected.key);
+            if !goes_with.is_empty() {
+                entry["goes_with"] = json!(goes_with);
+            }
             // A tool of a server that is down fails at once: say so, and since when.
             if let Some(status) = selected.tool.source.as_deref().and_then(|s| down.get(s)) {
                 entry["runnable"] = json!(false);
@@ -482,9 +488,6 @@ impl Gateway {
         if found.is_empty() {
             answer["note"] = json!("no tool matched; try other words, or fewer");
         }
-        self.session.next_step(true);
-        let offered = found.iter().filter_map(|t| t["name"].as_str());
-        self.session.recorder.sent(offered);
         Ok(CallToolResult::structured(answer))
     }
 
@@ -680,6 +683,33 @@ fn resolve(snap: &Snapshot, export: &ToolExport, name: &str) -> Option<String> {
 
 /// An upstream result (`{"content": ..., "structuredContent": ...}`) as it was, or any other
 /// output as JSON text.
+/// The tools the agent's calls taught go with `key` (called in at least a third of its turns,
+/// twice or more), strongest first, at most three, in words: `fs/cd (before it, in 9 of its 10
+/// turns)`.
+fn goes_with(snap: &Snapshot, key: &str) -> Vec<String> {
+    let Ok(Some(usage)) = snap.get(&crate::USAGE, key) else {
+        return Vec::new();
+    };
+    usage
+        .companions
+        .iter()
+        .filter(|c| c.together >= 2 && c.together * 3 >= usage.turns)
+        .filter(|c| snap.contains(&TOOLS, &c.tool).unwrap_or(false))
+        .take(3)
+        .map(|c| {
+            let how = if c.before * 2 >= c.together {
+                "before it"
+            } else {
+                "after it"
+            };
+            format!(
+                "{} ({how}, in {} of its {} turns)",
+                c.tool, c.together, usage.turns
+            )
+        })
+        .collect()
+}
+
 fn as_result(output: Value) -> CallToolResult {
     if output.get("content").is_some_and(Value::is_array)
         && let Ok(result) = serde_json::from_value::<CallToolResult>(output.clone())
@@ -783,7 +813,18 @@ impl ServerHandler for Gateway {
         let args = request.arguments.unwrap_or_default();
         let search_mode = self.shared.options.mode == Mode::Search;
         let result = match &*request.name {
-            SEARCH_TOOLS if search_mode => self.search(&args)?,
+            SEARCH_TOOLS if search_mode => {
+                let result = self.search(&args)?;
+                // A search after calls starts the session's next turn; what it returns is
+                // offered in it.
+                self.session.next_step(true);
+                let found = result.structured_content.as_ref().map(|a| &a["tools"]);
+                let names = found.and_then(Value::as_array).into_iter().flatten();
+                self.session
+                    .recorder
+                    .sent(names.filter_map(|t| t["name"].as_str()));
+                result
+            }
             CALL if search_mode => {
                 let name = args.get("name").and_then(Value::as_str).ok_or_else(|| {
                     ErrorData::invalid_params("call_tool needs a `name` string", None)

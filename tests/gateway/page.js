@@ -58,7 +58,7 @@ async function main() {
     await page.locator('#results ol.results li').first().waitFor();
     const first = await page.locator('#results ol.results li').first().innerText();
     check('search finds time/get_current_time first, with why', first.startsWith('time/get_current_time')
-      && first.includes('why: retrieved'), first);
+      && first.includes('why: BM25 '), first);
 
     // Recent calls, from the gateway's event bus.
     await page.locator('#calls tr', { hasText: 'mut/mutate' }).first().waitFor();

@@ -314,19 +314,27 @@ pub(super) fn search(query: &str, answer: Result<Value, String>) -> String {
         if description.chars().count() > 300 {
             description = description.chars().take(300).collect::<String>() + "…";
         }
-        let why: Vec<String> = tool["why"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(reason)
-            .collect();
+        let words = |key: &str| -> Vec<String> {
+            let list = tool[key].as_array().into_iter().flatten();
+            list.filter_map(Value::as_str).map(str::to_string).collect()
+        };
+        let why = words("why");
+        let goes_with = words("goes_with");
+        let goes_with = if goes_with.is_empty() {
+            String::new()
+        } else {
+            format!(
+                r#"<div class="why">goes with: {}</div>"#,
+                esc(&goes_with.join("; "))
+            )
+        };
         let runnable = if tool["runnable"] == Value::Bool(true) {
             ""
         } else {
             r#" <span class="state stopped">not runnable here</span>"#
         };
         items.push_str(&format!(
-            r#"<li><b class="tool">{name}</b> <span class="muted">on {server} · score {score:.2}</span>{runnable}<div>{description}</div><div class="why">why: {why}</div></li>"#,
+            r#"<li><b class="tool">{name}</b> <span class="muted">on {server} · score {score:.2}</span>{runnable}<div>{description}</div><div class="why">why: {why}</div>{goes_with}</li>"#,
             name = esc(&text("name")),
             server = esc(&text("server")),
             score = tool["score"].as_f64().unwrap_or(0.0),
@@ -338,29 +346,6 @@ pub(super) fn search(query: &str, answer: Result<Value, String>) -> String {
         out.push_str(&format!(r#"<ol class="results">{items}</ol>"#));
     }
     out
-}
-
-/// One of capstore's reasons (`{"kind": "retrieved", "score": 3.1}`) in words.
-fn reason(reason: &Value) -> String {
-    let kind = reason["kind"].as_str().unwrap_or("?").replace('_', " ");
-    let details: Vec<String> = reason
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(key, _)| *key != "kind" && *key != "explanation")
-        .map(|(key, value)| match value.as_f64() {
-            Some(number) => format!("{key} {number:.2}"),
-            None => format!(
-                "{key} {}",
-                value.as_str().map_or(value.to_string(), str::to_string)
-            ),
-        })
-        .collect();
-    if details.is_empty() {
-        kind
-    } else {
-        format!("{kind} ({})", details.join(", "))
-    }
 }
 
 /// The recent calls' table.
@@ -413,10 +398,14 @@ mod tests {
         );
         let answer = serde_json::json!({"tools": [{
             "name": "s/<b>x</b>", "server": "<i>s</i>", "description": hostile,
-            "score": 1.0, "why": [{"kind": "retrieved", "score": 2.5}], "runnable": true}]});
+            "score": 1.0, "why": ["BM25 2.50"], "goes_with": ["fs/cd (before it, in 9 of its 10 turns)"], "runnable": true}]});
         let html = search("<q>", Ok(answer));
         assert!(!html.contains("<script>") && !html.contains("<img") && !html.contains("<i>"));
-        assert!(html.contains("retrieved (score 2.50)"), "{html}");
+        assert!(html.contains("why: BM25 2.50"), "{html}");
+        assert!(
+            html.contains("goes with: fs/cd (before it, in 9 of its 10 turns)"),
+            "{html}"
+        );
         let call = Call {
             tool: "s/<b>".into(),
             at: SystemTime::now(),
