@@ -349,3 +349,82 @@ fn streamable_http_serves_the_python_client_on_loopback_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The gateway learns from the calls it forwards: a session's run of calls is a turn (a search
+/// after calls ends it), its usage is kept beside the configuration, read back by the next
+/// gateway, and a search then says what a tool goes with and brings it along.
+#[test]
+fn the_gateway_learns_what_is_called_together_and_keeps_it() {
+    let dir = scratch("usage");
+    let config = fault_config(&dir);
+    let usage = capstore::usage::usage_path(&config);
+    let mut gateway = Gateway::start(&config, &["--no-quarantine"]);
+    for _ in 0..2 {
+        let found = gateway.search_names("update the user profile", 3);
+        assert!(
+            found.contains(&"f/user-profile/update".to_string()),
+            "{found:?}"
+        );
+        for (tool, arguments) in [
+            ("f/echo", json!({"message": "hello"})),
+            ("f/user-profile/update", json!({})),
+        ] {
+            let reply = gateway.call(tool, arguments);
+            assert!(reply["result"]["isError"] != true, "{reply}");
+        }
+    }
+    // The second turn ends with this search; the first one's counts already show.
+    let answer = gateway.search("update the user profile");
+    let profile = answer["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "f/user-profile/update"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        profile["goes_with"],
+        json!(["f/echo (before it, in 2 of its 2 turns)"]),
+        "{answer}"
+    );
+    // Brought along by the companion channel, with the evidence as its reason.
+    let echo = answer["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "f/echo"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        echo["why"][0], "called before f/user-profile/update in 2 of its 2 turns",
+        "{answer}"
+    );
+    // Counts, not arguments: the file holds no "hello".
+    let text = std::fs::read_to_string(&usage).expect("the usage file");
+    assert!(
+        text.contains("capstore.usage/v1") && !text.contains("hello"),
+        "{text}"
+    );
+    drop(gateway);
+
+    // The next gateway starts from the file, and `capstore usage` reads it.
+    let mut gateway = Gateway::start(&config, &["--no-quarantine"]);
+    let answer = gateway.search("update the user profile");
+    assert!(
+        answer
+            .to_string()
+            .contains("f/echo (before it, in 2 of its 2 turns)"),
+        "{answer}"
+    );
+    assert!(gateway.stderr().contains("usage: "), "{}", gateway.stderr());
+    let listed = Command::new(env!("CARGO_BIN_EXE_capstore"))
+        .args(["usage", "--mcp-config"])
+        .arg(&config)
+        .output()
+        .expect("capstore usage runs");
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success()
+            && stdout.contains("f/user-profile/update")
+            && stdout.contains("f/echo (before it, 2/2)"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -814,10 +814,10 @@ impl ServerHandler for Gateway {
         let search_mode = self.shared.options.mode == Mode::Search;
         let result = match &*request.name {
             SEARCH_TOOLS if search_mode => {
-                let result = self.search(&args)?;
-                // A search after calls starts the session's next turn; what it returns is
-                // offered in it.
+                // A search after calls starts the session's next turn (whose search sees what
+                // the last one taught); what it returns is offered in it.
                 self.session.next_step(true);
+                let result = self.search(&args)?;
                 let found = result.structured_content.as_ref().map(|a| &a["tools"]);
                 let names = found.and_then(Value::as_array).into_iter().flatten();
                 self.session
