@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, GenericClient};
 
 use crate::store::{Snapshot, Store, StoreBuilder, Subscription};
+use crate::usage::TurnUse;
 
 use super::log::{self, timed};
 use super::wire::{self, Batch, LogPosition, SyncTables, WireEntry, WireTables};
@@ -352,14 +353,48 @@ impl Replica {
             let mut tx = self.inner.store.begin();
             wire::apply_changes(&mut tx, &self.inner.tables, &batch.changes)?;
         }
-        let body = serde_json::to_string(&WireEntry {
-            changes: batch.changes,
-        })
-        .map_err(|e| SyncError::Encode {
-            table: "log".into(),
-            key: String::new(),
-            reason: e.to_string(),
-        })?;
+        self.append(&WireEntry::changes(batch.changes), expected)
+            .await
+    }
+
+    /// Counts one turn's evidence ([`TurnUse`]: the tools it called, in order, the tools it
+    /// sent, the tools the previous turn called) into the [`USAGE`](crate::USAGE) table of
+    /// every replica: appends it to the log as the next version and returns that version once
+    /// PostgreSQL has committed it, as [`write`](Self::write) does. Every replica, this one
+    /// included, counts it when its follower applies that version, in version order, so all
+    /// replicas hold the same usage rows at the same version and two replicas learning at once
+    /// lose no count. Every tool named counts, whether or not this replica's `tools` table holds
+    /// it (a gateway's live tools are its own; every gateway connects the same servers). An empty
+    /// turn (nothing sent or called) writes nothing and returns the current version.
+    ///
+    /// Write a replica's usage only this way: a local [`learn`](crate::usage::learn) on its store
+    /// would count on this replica alone. As with `write`, a failure after the commit was sent
+    /// leaves it unknown whether the turn was counted; retrying may count it twice.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// use capstore::usage::TurnUse;
+    /// let turn = TurnUse::new(["fs/cd", "fs/mv"]).with_sent(["fs/mv", "fs/read"]);
+    /// let version = replica.learn(turn).await?;
+    /// let snap = replica.wait_for(version, std::time::Duration::from_secs(5)).await?;
+    /// assert!(snap.get(&capstore::USAGE, "fs/mv")?.is_some_and(|u| u.calls >= 1));
+    /// # Ok(()) }
+    /// ```
+    pub async fn learn(&self, turn: TurnUse) -> Result<u64, SyncError> {
+        if turn.is_empty() {
+            return Ok(self.version());
+        }
+        let entry = WireEntry {
+            changes: Vec::new(),
+            learn: Some(turn),
+        };
+        self.append(&entry, None).await
+    }
+
+    /// Appends `entry` to the log (if the head is at `expected`, when given) and wakes the
+    /// follower; the version written.
+    async fn append(&self, entry: &WireEntry, expected: Option<u64>) -> Result<u64, SyncError> {
+        let body = entry.encode()?;
         let mut writer = self.inner.writer.lock().await;
         if writer.as_ref().is_none_or(Client::is_closed) {
             *writer = Some(log::connect_writer(&self.inner.url, &self.inner.options).await?);

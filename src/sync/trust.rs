@@ -501,7 +501,7 @@ async fn commit_edit(
     )
     .await
     .map_err(early)?;
-    let body = serde_json::to_string(&WireEntry { changes }).map_err(|e| {
+    let body = serde_json::to_string(&WireEntry::changes(changes)).map_err(|e| {
         early(SyncError::Encode {
             table: TRUST_TABLE.into(),
             key: String::new(),

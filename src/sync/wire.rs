@@ -12,6 +12,16 @@
 //! Beside the catalog's tables the log carries the quarantine's trust state (table `trust`,
 //! one [`TrustRow`] per live tool), written only by the trust API (`sync::trust`) and kept in
 //! each replica's store in a table of its own, so that every replica judges tools alike.
+//!
+//! It also carries what the agents' calls taught ([`USAGE`]), as evidence rather than rows: an
+//! entry `{"learn":{"called":[...],"sent":[...],"previous":[...]}}` holds one turn's
+//! [`TurnUse`] (`Replica::learn`), and each replica counts it into its own usage rows in
+//! version order (`usage::learn_with`, every tool named counting: a gateway's live tools are
+//! not in the other replicas' `tools` tables). Two replicas counting the same row at once
+//! therefore lose nothing: PostgreSQL orders their entries and every replica adds both. An
+//! entry may hold changes and evidence; the changes are applied first, and a failure of either
+//! refuses the whole entry. `changes` may be absent (read as none), and a field this build
+//! does not know refuses the entry, rather than applying part of what it means.
 
 use std::sync::Arc;
 
@@ -25,6 +35,7 @@ use crate::store::{
     Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
 };
 use crate::tools::Tool;
+use crate::usage::{Known, TurnUse, learn_with};
 use crate::{HOOKS, SKILLS, TOOLS};
 
 use super::SyncError;
@@ -156,10 +167,34 @@ pub(crate) struct WireChange {
     pub after: Option<Value>,
 }
 
-/// One log entry's body.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// One log entry's body: changes of the shared tables, and one turn's usage evidence (see the
+/// module doc). Entries written before usage travelled hold only `changes`.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WireEntry {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<WireChange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn: Option<TurnUse>,
+}
+
+impl WireEntry {
+    /// An entry of changes only.
+    pub(crate) fn changes(changes: Vec<WireChange>) -> WireEntry {
+        WireEntry {
+            changes,
+            learn: None,
+        }
+    }
+
+    /// The entry as the log's JSON text.
+    pub(crate) fn encode(&self) -> Result<String, SyncError> {
+        serde_json::to_string(self).map_err(|e| SyncError::Encode {
+            table: "log".into(),
+            key: String::new(),
+            reason: e.to_string(),
+        })
+    }
 }
 
 /// The writes of one replicated write, built up before it is sent: puts (insert or replace)
@@ -339,8 +374,23 @@ pub(crate) fn apply_changes(
     Ok(())
 }
 
-/// Applies one log entry as its own store transaction's content: the changes (all or none) and
-/// the new position. Returns whether the changes were applied (false: refused, position moved).
+/// Applies one entry's changes, then counts its usage evidence, to `tx`; on error the caller
+/// rolls both back.
+pub(crate) fn apply_body(
+    tx: &mut WriteTxn,
+    tables: &SyncTables,
+    entry: &WireEntry,
+) -> Result<(), SyncError> {
+    apply_changes(tx, tables, &entry.changes)?;
+    if let Some(turn) = &entry.learn {
+        learn_with(tx, turn, Known::Any)?;
+    }
+    Ok(())
+}
+
+/// Applies one log entry as its own store transaction's content: the changes and the evidence
+/// (all or none) and the new position. Returns whether the entry was applied (false: refused,
+/// position moved).
 pub(crate) fn apply_entry(
     tx: &mut WriteTxn,
     tables: &SyncTables,
@@ -350,7 +400,7 @@ pub(crate) fn apply_entry(
     let mut pos = position(tx.view(), &tables.position);
     let applied = match serde_json::from_str::<WireEntry>(body) {
         Ok(entry) => tx
-            .all_or_nothing(|tx| apply_changes(tx, tables, &entry.changes).map_err(Refused::from))
+            .all_or_nothing(|tx| apply_body(tx, tables, &entry).map_err(Refused::from))
             .is_ok(),
         Err(_) => false,
     };
@@ -509,4 +559,107 @@ fn copy_table<R: Shared + Clone>(
         tx.upsert(table, record.clone())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::CommitInfo;
+    use crate::usage::Usage;
+    use crate::{Store, USAGE};
+
+    fn replica_store() -> (Store, SyncTables) {
+        let mut builder = Store::builder();
+        let tables = SyncTables::declare(&mut builder).expect("tables");
+        (builder.build(), tables)
+    }
+
+    /// Applies one entry as a follower does: whether it was applied, and the commit.
+    fn apply(store: &Store, tables: &SyncTables, version: u64, body: &str) -> (bool, CommitInfo) {
+        let mut tx = store.begin();
+        let applied = apply_entry(&mut tx, tables, version, body).expect("applies or refuses");
+        (applied, tx.commit())
+    }
+
+    fn usage_rows(snap: &Snapshot) -> Vec<Usage> {
+        snap.iter(&USAGE)
+            .expect("usage")
+            .records()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_learn_entry_round_trips_and_entries_without_it_still_read() {
+        let entry = WireEntry {
+            changes: Vec::new(),
+            learn: Some(
+                TurnUse::new(["fs/cd", "fs/mv", "fs/cd"])
+                    .with_sent(["fs/mv"])
+                    .with_previous(["fs/ls"]),
+            ),
+        };
+        let text = entry.encode().expect("encodes");
+        assert_eq!(
+            text,
+            r#"{"learn":{"called":["fs/cd","fs/mv","fs/cd"],"sent":["fs/mv"],"previous":["fs/ls"]}}"#
+        );
+        assert_eq!(serde_json::from_str::<WireEntry>(&text).ok(), Some(entry));
+
+        // An entry of changes (as every build before usage travelled wrote it) reads the same,
+        // and is written the same.
+        let old = r#"{"changes":[{"table":"tools","key":"fs/a","after":null}]}"#;
+        let read: WireEntry = serde_json::from_str(old).expect("reads");
+        assert_eq!(read.learn, None);
+        assert_eq!(read.changes.len(), 1);
+        assert_eq!(read.encode().expect("encodes"), old);
+        // Changes and evidence in one entry.
+        let both = r#"{"changes":[],"learn":{"called":["a"]}}"#;
+        let read: WireEntry = serde_json::from_str(both).expect("reads");
+        assert_eq!(read.learn, Some(TurnUse::new(["a"])));
+
+        // What this build cannot read is not half-read.
+        for bad in [
+            r#"{"changes":[],"forget":{"called":["a"]}}"#,
+            r#"{"learn":{"called":["a"],"weight":3}}"#,
+            r#"{"learn":{"sent":["a"]}}"#,
+        ] {
+            assert!(serde_json::from_str::<WireEntry>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn evidence_counts_every_tool_named_and_is_refused_with_its_entry() {
+        let (store, tables) = replica_store();
+        // No tool in the store: the evidence counts anyway (a gateway's live tools).
+        let body = r#"{"learn":{"called":["live/a","live/b"],"sent":["live/b"]}}"#;
+        assert!(apply(&store, &tables, 1, body).0);
+        let snap = store.snapshot();
+        let b = snap.get(&USAGE, "live/b").expect("reads").expect("learned");
+        assert_eq!((b.turns, b.calls, b.sent, b.sent_and_called), (1, 1, 1, 1));
+        assert_eq!(b.companion("live/a").map(|c| c.before), Some(1));
+        let before = usage_rows(&snap);
+
+        // A change no build can apply refuses the evidence beside it; so does evidence this
+        // build cannot read, and an entry that is not JSON.
+        for (version, body) in [
+            (
+                2,
+                r#"{"changes":[{"table":"nope","key":"k","after":null}],"learn":{"called":["live/a"]}}"#,
+            ),
+            (3, r#"{"learn":{"called":["live/a"],"weight":1}}"#),
+            (4, "not json"),
+        ] {
+            assert!(!apply(&store, &tables, version, body).0, "{body}");
+        }
+        let snap = store.snapshot();
+        assert_eq!(usage_rows(&snap), before);
+        assert_eq!(
+            position(&snap, &tables.position),
+            LogPosition {
+                version: 4,
+                refused: 3
+            }
+        );
+    }
 }

@@ -121,13 +121,13 @@ pub fn learn(tx: &mut WriteTxn, turn: &TurnUse) -> Result<(), StoreError> {
 
 /// Which tools a turn's evidence counts for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
 pub(crate) enum Known {
     /// The tools the transaction's `tools` table holds ([`learn`]).
     InTools,
     /// Every tool named: a replica's log applies the evidence of calls run by gateways whose
     /// live tools its own store does not hold; a selection still brings only tools in its own
     /// store.
+    #[cfg(feature = "postgres")]
     Any,
 }
 
@@ -139,6 +139,7 @@ pub(crate) fn learn_with(
 ) -> Result<(), StoreError> {
     let known = |tx: &WriteTxn, key: &str| match known {
         Known::InTools => tx.view().contains(&TOOLS, key),
+        #[cfg(feature = "postgres")]
         Known::Any => Ok(!key.is_empty()),
     };
     let mut rows: HashMap<&str, Usage> = HashMap::new();

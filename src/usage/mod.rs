@@ -61,8 +61,8 @@ mod recorder;
 pub use file::{
     LoadedUsage, USAGE_FORMAT, UsageFileError, load_file, read_file, save_file, usage_path,
 };
-#[allow(unused_imports)]
-// for sync (feature `postgres`): a replica applies any tool's evidence
+// For sync: a replica applies the evidence of every tool named, as its log carries it.
+#[cfg(feature = "postgres")]
 pub(crate) use learn::{Known, learn_with};
 pub use learn::{TurnUse, learn};
 pub(crate) use record::schema;
