@@ -423,11 +423,13 @@ impl Replica {
         result
     }
 
-    /// Keeps `other`'s shared tables (`tools`, `skills`, `hooks`) following this replica's: copies
-    /// them now (one transaction), then applies each later change as this replica's store
-    /// commits it. For a store that also holds records of its own (a gateway's live servers'
-    /// tools with their handlers): those stay, unless the log writes the same key. Dropping the
-    /// returned subscription stops the copying.
+    /// Keeps `other`'s shared tables (`tools`, `skills`, `hooks`) and its usage rows
+    /// ([`USAGE`](crate::USAGE)) following this replica's: copies them now (one transaction),
+    /// then applies each later change as this replica's store commits it. For a store that also
+    /// holds records of its own (a gateway's live servers' tools with their handlers): those
+    /// stay, unless the log writes the same key. The usage rows copied include those of tools
+    /// only `other` holds (its live tools, counted through [`learn`](Self::learn)), so its
+    /// selections bring their companions. Dropping the returned subscription stops the copying.
     ///
     /// Each change is copied on the committing thread, in version order, into `other` (one
     /// transaction per commit): `other` must not be written while a transaction on it is held

@@ -35,8 +35,8 @@ use crate::store::{
     Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
 };
 use crate::tools::Tool;
-use crate::usage::{Known, TurnUse, learn_with};
-use crate::{HOOKS, SKILLS, TOOLS};
+use crate::usage::{Known, TurnUse, Usage, learn_with};
+use crate::{HOOKS, SKILLS, TOOLS, USAGE};
 
 use super::SyncError;
 
@@ -437,6 +437,9 @@ pub(crate) struct WireTables {
     /// The trust state (absent from snapshots written before it was shared).
     #[serde(default)]
     pub trust: Vec<TrustRow>,
+    /// The usage rows (absent from snapshots written before usage was shared).
+    #[serde(default)]
+    pub usage: Vec<Usage>,
     /// Entries refused up to the snapshot's version.
     #[serde(default)]
     pub refused: u64,
@@ -449,10 +452,11 @@ struct WireTablesRef<'s> {
     skills: Vec<&'s Skill>,
     hooks: Vec<&'s Hook>,
     trust: Vec<&'s TrustRow>,
+    usage: Vec<&'s Usage>,
     refused: u64,
 }
 
-/// The shared tables of `snap` (and its trust state) as the JSON of a snapshot row.
+/// The shared tables of `snap` (and its trust state and usage) as the JSON of a snapshot row.
 pub(crate) fn encode_tables(
     snap: &Snapshot,
     tables: &SyncTables,
@@ -463,6 +467,7 @@ pub(crate) fn encode_tables(
         skills: snap.iter(&SKILLS)?.records().collect(),
         hooks: snap.iter(&HOOKS)?.records().collect(),
         trust: snap.iter(&tables.trust)?.records().collect(),
+        usage: snap.iter(&USAGE)?.records().collect(),
         refused,
     };
     serde_json::to_string(&tables).map_err(|e| SyncError::Encode {
@@ -472,8 +477,9 @@ pub(crate) fn encode_tables(
     })
 }
 
-/// Makes `tx`'s shared tables exactly `tables` (a compacted snapshot): bulk inserts into empty
-/// tables, otherwise deletes what is not in it and upserts the rest.
+/// Makes `tx`'s shared tables (and trust state and usage) exactly `tables` (a compacted
+/// snapshot): bulk inserts into empty tables, otherwise deletes what is not in it and upserts
+/// the rest.
 pub(crate) fn replace_tables(
     tx: &mut WriteTxn,
     local: &SyncTables,
@@ -483,6 +489,8 @@ pub(crate) fn replace_tables(
     replace_table(tx, &SKILLS, tables.skills, Shared::key)?;
     replace_table(tx, &HOOKS, tables.hooks, Shared::key)?;
     replace_table(tx, &local.trust, tables.trust, TrustRow::key)?;
+    // After the tools: a tool the snapshot no longer holds took its usage row with it.
+    replace_table(tx, &USAGE, tables.usage, |u: &Usage| u.tool.clone())?;
     Ok(())
 }
 
@@ -512,17 +520,19 @@ fn replace_table<R: Record>(
     Ok(())
 }
 
-/// Copies one commit's changes of the shared tables into another store's transaction.
+/// Copies one commit's changes of the shared tables and the usage table into another store's
+/// transaction.
 pub(crate) fn copy_changes(tx: &mut WriteTxn, changes: &ChangeSet) -> Result<(), StoreError> {
     for change in &changes.changes {
         copy_change(tx, change, &TOOLS)?;
         copy_change(tx, change, &SKILLS)?;
         copy_change(tx, change, &HOOKS)?;
+        copy_change(tx, change, &USAGE)?;
     }
     Ok(())
 }
 
-fn copy_change<R: Shared + Clone>(
+fn copy_change<R: Record + Clone>(
     tx: &mut WriteTxn,
     change: &Change,
     table: &Table<R>,
@@ -542,15 +552,16 @@ fn copy_change<R: Shared + Clone>(
     Ok(())
 }
 
-/// Upserts every shared record of `snap` into another store's transaction.
+/// Upserts every shared record and usage row of `snap` into another store's transaction.
 pub(crate) fn copy_tables(tx: &mut WriteTxn, snap: &Snapshot) -> Result<(), StoreError> {
     copy_table(tx, snap, &TOOLS)?;
     copy_table(tx, snap, &SKILLS)?;
     copy_table(tx, snap, &HOOKS)?;
+    copy_table(tx, snap, &USAGE)?;
     Ok(())
 }
 
-fn copy_table<R: Shared + Clone>(
+fn copy_table<R: Record + Clone>(
     tx: &mut WriteTxn,
     snap: &Snapshot,
     table: &Table<R>,
@@ -564,9 +575,8 @@ fn copy_table<R: Shared + Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
     use crate::store::CommitInfo;
-    use crate::usage::Usage;
-    use crate::{Store, USAGE};
 
     fn replica_store() -> (Store, SyncTables) {
         let mut builder = Store::builder();
@@ -661,5 +671,69 @@ mod tests {
                 refused: 3
             }
         );
+    }
+
+    #[test]
+    fn a_snapshot_row_carries_the_usage_rows() {
+        let (store, tables) = replica_store();
+        let cd = Tool::new("cd", "Change directory").with_source("fs");
+        let put = WireEntry::changes(vec![WireChange {
+            table: Tool::TABLE.into(),
+            key: cd.key(),
+            after: Some(serde_json::to_value(&cd).expect("encodes")),
+        }]);
+        let put = put.encode().expect("encodes");
+        for (version, body) in [
+            (1, put.as_str()),
+            (2, r#"{"learn":{"called":["fs/cd","live/x"]}}"#),
+            (3, r#"{"learn":{"called":["live/x"],"previous":["fs/cd"]}}"#),
+        ] {
+            assert!(apply(&store, &tables, version, body).0, "{body}");
+        }
+        let snap = store.snapshot();
+        assert_eq!(usage_rows(&snap).len(), 2);
+        let row = encode_tables(&snap, &tables, 0).expect("encodes");
+
+        // Into an empty store (a new replica), and over one that holds other rows (a replica
+        // behind the snapshot): the same usage either way.
+        let (fresh, fresh_tables) = replica_store();
+        let (behind, behind_tables) = replica_store();
+        apply(
+            &behind,
+            &behind_tables,
+            1,
+            r#"{"learn":{"called":["gone/y"]}}"#,
+        );
+        for (target, local) in [(&fresh, &fresh_tables), (&behind, &behind_tables)] {
+            let read: WireTables = serde_json::from_str(&row).expect("reads");
+            target
+                .write(|tx| replace_tables(tx, local, read))
+                .expect("loads");
+            assert_eq!(usage_rows(&target.snapshot()), usage_rows(&snap));
+        }
+        // A snapshot row written before usage travelled reads as no usage.
+        let old: WireTables = serde_json::from_str(r#"{"tools":[],"refused":0}"#).expect("reads");
+        assert!(old.usage.is_empty());
+    }
+
+    #[test]
+    fn a_mirror_copies_usage_rows_and_their_changes() {
+        let (store, tables) = replica_store();
+        apply(&store, &tables, 1, r#"{"learn":{"called":["live/a"]}}"#);
+        let other = Store::new();
+        other
+            .write(|tx| copy_tables(tx, &store.snapshot()))
+            .expect("copies");
+        let (_, info) = apply(
+            &store,
+            &tables,
+            2,
+            r#"{"learn":{"called":["live/a","live/b"]}}"#,
+        );
+        other
+            .write(|tx| copy_changes(tx, &info.changes))
+            .expect("copies");
+        assert_eq!(usage_rows(&other.snapshot()), usage_rows(&store.snapshot()));
+        assert_eq!(usage_rows(&other.snapshot()).len(), 2);
     }
 }
