@@ -4,10 +4,11 @@
 //! - `head (id = 1, version)`: the latest version. A writer locks this row (`FOR UPDATE`), so
 //!   writers on every replica are ordered by PostgreSQL, one at a time, and the versions are
 //!   consecutive.
-//! - `log (version, changes, written_at)`: one row per write, its change set as JSON text
-//!   (see `wire`), committed with the head in one transaction that also `NOTIFY`s followers.
-//! - `snapshot (id = 1, version, tables)`: the shared tables at `version`, written by
-//!   compaction, which then deletes the log rows it folded in.
+//! - `log (version, changes, written_at)`: one row per write, its change set (or a turn's
+//!   usage evidence) as JSON text (see `wire`), committed with the head in one transaction
+//!   that also `NOTIFY`s followers.
+//! - `snapshot (id = 1, version, tables)`: the shared tables (and trust state, usage rows) at
+//!   `version`, written by compaction, which then deletes the log rows it folded in.
 //! - `audit (id, at, replica, event)`: the gateway's tool-call events (see `audit`).
 //! - `trust (server, tool, record)`: the quarantine's trust state now, one row per live tool
 //!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction

@@ -11,11 +11,22 @@
 //! `Replica::quarantine`, `shared_quarantine`): a tool approved on one replica is trusted on
 //! every replica, and two replicas that see a new server at once agree on its first definitions.
 //!
+//! Usage travels in the same log, so that every replica learns from every replica's calls
+//! (`capstore serve --state URL`): [`Replica::learn`] appends one turn's evidence (a
+//! [`TurnUse`](crate::usage::TurnUse), not rows: an entry `{"learn":{"called":[..],"sent":[..],
+//! "previous":[..]}}`), and every replica counts it into its [`USAGE`](crate::USAGE) table when
+//! it applies that entry, in version order. Replicas learning at once lose no count (each entry
+//! adds to the rows as the entries before it left them), and a log version means the same usage
+//! rows on every replica too. Every tool named counts, also one missing from the replica's
+//! `tools` table (a gateway's live tools are in its own store only, and every gateway connects
+//! the same servers); [`Replica::mirror_into`] copies the usage rows into that store.
+//!
 //! ```text
 //!  replica A: write(batch) ──► BEGIN; SELECT head FOR UPDATE; [expected = head?]; INSERT log;
 //!                               UPDATE head; NOTIFY; COMMIT  ──► acknowledged (the version)
 //!  replica B: LISTEN wakes it ──► SELECT … FROM log WHERE version > $applied ORDER BY version
-//!                               ──► one store transaction per entry (changes + position)
+//!                               ──► one store transaction per entry (changes, usage counted,
+//!                                   position)
 //! ```
 //!
 //! # The contract
@@ -32,17 +43,22 @@
 //!   connection loses nothing; entries are applied exactly once, in order (the store's position
 //!   row moves in the same transaction as each entry's changes).
 //! - **New replicas** start from the compacted snapshot row plus the log after it;
-//!   [`compact`] folds the log into that row (`capstore compact --state URL`).
-//! - Write the shared tables of a replica's store only through [`Replica::write`]: a direct
-//!   store write is local and would make this replica differ from the others.
-//! - An entry a replica cannot apply (a validator refuses a record, a unique index would break)
-//!   is refused whole, and counted ([`SyncStatus::refused`]); since every replica holds the same
-//!   tables at that version, every replica refuses it alike.
+//!   [`compact`] folds the log into that row (`capstore compact --state URL`): the shared
+//!   tables, the trust state and the usage rows.
+//! - Write the shared tables of a replica's store only through [`Replica::write`], and its usage
+//!   only through [`Replica::learn`]: a direct store write is local and would make this replica
+//!   differ from the others.
+//! - An entry a replica cannot apply (a validator refuses a record, a unique index would break,
+//!   a field this build cannot read) is refused whole, its changes and its usage evidence alike,
+//!   and counted ([`SyncStatus::refused`]); since every replica holds the same tables at that
+//!   version, every replica refuses it alike.
 //!
 //! # What it costs
 //! The `tokio-postgres` crate. Per replica two connections (one to write, one to follow).
 //! Per write one PostgreSQL transaction (five statements, one round trip each); per entry
 //! followed one indexed range read shared by up to 1,000 entries, and one store commit.
+//! Per turn learned ([`Replica::learn`]) one write like the above, and on every replica one
+//! store commit of an upsert per tool the turn named.
 //! Bootstrap: one read of the snapshot row (the JSON of the shared tables) and a bulk insert.
 //! Measured in BENCHMARKS.md ("Replicas through PostgreSQL").
 //!
