@@ -6,7 +6,8 @@ mod pg;
 use std::sync::Arc;
 
 use capstore::sync::{Batch, Replica, SyncError, compact};
-use capstore::{HOOKS, Hook, HookEvent, SKILLS, Skill, TOOLS, Tool};
+use capstore::usage::{TurnUse, learn};
+use capstore::{HOOKS, Hook, HookEvent, SKILLS, Skill, Store, TOOLS, Tool, USAGE};
 use proptest::prelude::*;
 
 fn tool(name: &str, description: &str) -> Tool {
@@ -348,5 +349,258 @@ async fn replicas_share_one_trust_state() -> Result<(), Box<dyn std::error::Erro
     let direct = capstore::sync::shared_quarantine(&url, &options, false)?;
     assert!(direct.pending()?.is_empty());
     assert_eq!(direct.check(second)?, Verdict::Trusted);
+    Ok(())
+}
+
+/// Tools the usage tests' turns call: some in the log's catalog, some (`live/…`) a gateway's
+/// live tools, in no replica's `tools` table.
+const POOL: [&str; 5] = ["fs/cd", "fs/mv", "fs/ls", "live/echo", "live/sum"];
+
+/// The catalog part of [`POOL`], as one batch.
+fn pool_catalog() -> Batch {
+    let mut batch = Batch::new();
+    for name in ["cd", "mv", "ls"] {
+        batch.put(&TOOLS, tool(name, "x")).expect("encodes");
+    }
+    batch
+}
+
+/// A conversation of `turns` turns drawn from [`POOL`] by `seed`: 1 to 3 calls each (repeats
+/// possible), some tools sent, and the previous turn's calls.
+fn conversation(seed: u64, turns: usize) -> Vec<TurnUse> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) as usize
+    };
+    let mut previous: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for _ in 0..turns {
+        let calls = 1 + next() % 3;
+        let called: Vec<&str> = (0..calls).map(|_| POOL[next() % POOL.len()]).collect();
+        let sent: Vec<&str> = POOL.iter().copied().filter(|_| next() % 2 == 0).collect();
+        out.push(
+            TurnUse::new(called.clone())
+                .with_sent(sent)
+                .with_previous(previous.clone()),
+        );
+        previous = called;
+        previous.dedup();
+    }
+    out
+}
+
+/// Two replicas learn turns at once, round by round (each round both append a turn, in the
+/// order PostgreSQL gives them): both end with the same usage table, whose counts are the sums
+/// of both conversations' (none lost), and which equals the log's evidence counted in version
+/// order into a plain store (every tool in its `tools` table, so `learn` counts every tool named
+/// as the replicas do).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_learning_at_once_lose_no_count() -> Result<(), SyncError> {
+    const TURNS: usize = 25;
+    let (url, options) = (pg::url(), pg::options("learn"));
+    let a = Arc::new(Replica::open(&url, options.clone()).await?);
+    let b = Arc::new(Replica::open(&url, options.clone()).await?);
+    assert_eq!(a.write(pool_catalog()).await?, 1);
+    let (on_a, on_b) = (conversation(1, TURNS), conversation(2, TURNS));
+    let rounds = Arc::new(tokio::sync::Barrier::new(2));
+    let learner = |replica: Arc<Replica>,
+                   turns: Vec<TurnUse>,
+                   rounds: Arc<tokio::sync::Barrier>| async move {
+        for turn in turns {
+            rounds.wait().await;
+            replica.learn(turn).await?;
+        }
+        Ok::<(), SyncError>(())
+    };
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(learner(Arc::clone(&a), on_a.clone(), Arc::clone(&rounds))),
+        tokio::spawn(learner(Arc::clone(&b), on_b.clone(), Arc::clone(&rounds))),
+    );
+    ra.expect("learner A")?;
+    rb.expect("learner B")?;
+    let head = 1 + 2 * TURNS as u64;
+    let sa = a.wait_for(head, pg::SEE).await?;
+    let sb = b.wait_for(head, pg::SEE).await?;
+    assert_eq!((a.version_of(&sa), b.version_of(&sb)), (head, head));
+    assert_eq!(pg::usage(&sa), pg::usage(&sb));
+    assert_eq!(a.status().refused, 0);
+
+    // No count lost: each tool's counts are the sums over both conversations.
+    let all: Vec<&TurnUse> = on_a.iter().chain(&on_b).collect();
+    for key in POOL {
+        let turns = all
+            .iter()
+            .filter(|t| t.called.iter().any(|c| c == key))
+            .count();
+        let calls = all
+            .iter()
+            .flat_map(|t| &t.called)
+            .filter(|c| *c == key)
+            .count();
+        let sent = all
+            .iter()
+            .filter(|t| t.sent.iter().any(|c| c == key))
+            .count();
+        let sent_and_called = all
+            .iter()
+            .filter(|t| t.sent.iter().any(|c| c == key) && t.called.iter().any(|c| c == key))
+            .count();
+        let row = sa.get(&USAGE, key)?.expect("a row per tool named");
+        assert_eq!(
+            (
+                row.turns as usize,
+                row.calls as usize,
+                row.sent as usize,
+                row.sent_and_called as usize
+            ),
+            (turns, calls, sent, sent_and_called),
+            "{key}"
+        );
+    }
+    // A gateway's live tools count although no replica's catalog holds them.
+    assert!(!sa.contains(&TOOLS, "live/echo")? && sa.contains(&USAGE, "live/echo")?);
+
+    // The model: the log's evidence, in version order, counted into a plain store.
+    let model = Store::new();
+    model.write(|tx| {
+        for key in POOL {
+            let (source, name) = key.split_once('/').expect("source/name");
+            tx.insert(&TOOLS, Tool::new(name, "x").with_source(source))?;
+        }
+        Ok::<(), capstore::StoreError>(())
+    })?;
+    let mut learned = 0;
+    for entry in pg::log_entries(&url, &options.namespace).await {
+        if let Some(turn) = entry.get("learn") {
+            let turn: TurnUse = serde_json::from_value(turn.clone()).expect("a turn");
+            model.write(|tx| learn(tx, &turn))?;
+            learned += 1;
+        }
+    }
+    assert_eq!(learned, 2 * TURNS);
+    assert_eq!(pg::usage(&sa), pg::usage(&model.snapshot()));
+
+    // An empty turn writes nothing.
+    assert_eq!(a.learn(TurnUse::default()).await?, head);
+    assert_eq!(
+        a.learn(TurnUse::new(Vec::<String>::new()).with_previous(["fs/cd"]))
+            .await?,
+        head
+    );
+    assert_eq!(
+        pg::log_entries(&url, &options.namespace).await.len() as u64,
+        head
+    );
+    Ok(())
+}
+
+/// Usage in the compacted snapshot: a replica started after compaction holds what the ones that
+/// followed the log hold, and a tool removed through the log takes its row on every replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_after_compaction_has_the_same_usage() -> Result<(), SyncError> {
+    let (url, options) = (pg::url(), pg::options("learn_compact"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let b = Replica::open(&url, options.clone()).await?;
+    a.write(pool_catalog()).await?;
+    for turn in conversation(3, 6) {
+        b.learn(turn).await?;
+    }
+    let folded = compact(&url, &options).await?;
+    assert_eq!(folded, 7);
+    let v = a
+        .learn(TurnUse::new(["fs/cd", "live/echo"]).with_previous(["fs/mv"]))
+        .await?;
+    let c = Replica::open(&url, options.clone()).await?;
+    assert_eq!(c.version(), v);
+    // Snapshot (one commit) plus the tail (one commit).
+    assert_eq!(c.store().version(), 2);
+    let on_a = a.wait_for(v, pg::SEE).await?;
+    let on_b = b.wait_for(v, pg::SEE).await?;
+    assert!(on_a.count(&USAGE)? >= 3);
+    assert_eq!(pg::usage(&c.snapshot()), pg::usage(&on_a));
+    assert_eq!(pg::usage(&on_b), pg::usage(&on_a));
+
+    // A tool removed from the catalog takes its usage row with it, on every replica alike.
+    let mut batch = Batch::new();
+    batch.delete(&TOOLS, "fs/cd");
+    let v = b.write(batch).await?;
+    let expected = pg::usage(&*a.wait_for(v, pg::SEE).await?);
+    for replica in [&a, &b, &c] {
+        let snap = replica.wait_for(v, pg::SEE).await?;
+        assert!(!snap.contains(&USAGE, "fs/cd")?);
+        assert!(snap.contains(&USAGE, "live/echo")?);
+        assert_eq!(pg::usage(&snap), expected);
+    }
+    assert_eq!(compact(&url, &options).await?, v);
+    let d = Replica::open(&url, options).await?;
+    assert_eq!(pg::usage(&d.snapshot()), pg::usage(&a.snapshot()));
+    Ok(())
+}
+
+/// `mirror_into` copies the usage rows into the gateway's store, those of its own live tools
+/// included, now and as they change, so its selections bring the companions learned on every
+/// replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_into_carries_usage_rows() -> Result<(), Box<dyn std::error::Error>> {
+    use capstore::context::{Channel, ContextBuilder, Turn};
+    let (url, options) = (pg::url(), pg::options("learn_mirror"));
+    let a = Replica::open(&url, options.clone()).await?;
+    let b = Replica::open(&url, options).await?;
+    let mut batch = Batch::new();
+    batch.put(&TOOLS, tool("cd", "Change the working directory"))?;
+    a.write(batch).await?;
+    let v = b.learn(TurnUse::new(["live/login", "fs/cd"])).await?;
+    a.wait_for(v, pg::SEE).await?;
+
+    // The gateway's store holds its live tool beside the log's catalog.
+    let gateway = Store::new();
+    gateway.write(|tx| {
+        tx.insert(
+            &TOOLS,
+            Tool::new("login", "Authenticate a session").with_source("live"),
+        )
+    })?;
+    let mirror = a.mirror_into(&gateway)?;
+    assert_eq!(pg::usage(&gateway.snapshot()), pg::usage(&a.snapshot()));
+    assert!(gateway.snapshot().contains(&USAGE, "live/login")?);
+
+    // Later turns, learned on the other replica, reach it through A's store.
+    let mut v = 0;
+    for _ in 0..2 {
+        v = b.learn(TurnUse::new(["live/login", "fs/cd"])).await?;
+    }
+    let at_v = a.wait_for(v, pg::SEE).await?;
+    assert!(
+        pg::within(pg::SEE, || pg::usage(&gateway.snapshot())
+            == pg::usage(&at_v))
+        .await,
+        "the gateway's usage follows the replica's"
+    );
+    let snap = gateway.snapshot();
+    let cd = snap.get(&USAGE, "fs/cd")?.expect("copied");
+    assert_eq!(
+        (cd.turns, cd.companion("live/login").map(|c| c.before)),
+        (3, Some(3))
+    );
+    let selection =
+        ContextBuilder::new().select(&snap, &Turn::new("change the working directory"))?;
+    let login = selection
+        .tools
+        .iter()
+        .find(|t| &*t.key == "live/login")
+        .expect("the live tool comes along with cd");
+    assert_eq!(login.channel, Channel::Companion);
+
+    // Dropping the subscription stops the copying.
+    drop(mirror);
+    let v = b.learn(TurnUse::new(["fs/cd"])).await?;
+    a.wait_for(v, pg::SEE).await?;
+    assert_eq!(
+        gateway.snapshot().get(&USAGE, "fs/cd")?.map(|u| u.turns),
+        Some(3)
+    );
     Ok(())
 }

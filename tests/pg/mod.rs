@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use capstore::sync::{Batch, SyncOptions};
-use capstore::{HOOKS, SKILLS, Snapshot, TOOLS, Tool};
+use capstore::{HOOKS, SKILLS, Snapshot, TOOLS, Tool, USAGE};
 use serde_json::{Value, json};
 
 /// The server's URL, from `CAPSTORE_TEST_PG`.
@@ -59,6 +59,34 @@ pub fn tables(snap: &Snapshot) -> Value {
     json!({ "tools": tools, "skills": skills, "hooks": hooks })
 }
 
+/// The usage table of a snapshot as JSON (its rows in key order), for comparing replicas.
+pub fn usage(snap: &Snapshot) -> Value {
+    let rows: Vec<Value> = snap
+        .iter(&USAGE)
+        .expect("usage")
+        .map(|(k, u)| json!([&**k, u]))
+        .collect();
+    Value::Array(rows)
+}
+
+/// Every log entry's body, as JSON, in version order, read straight from PostgreSQL.
+pub async fn log_entries(url: &str, namespace: &str) -> Vec<Value> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    let rows = client
+        .query(
+            &format!("SELECT changes FROM {namespace}.log ORDER BY version"),
+            &[],
+        )
+        .await
+        .expect("read the log");
+    rows.iter()
+        .map(|row| serde_json::from_str(&row.get::<_, String>(0)).expect("json"))
+        .collect()
+}
+
 /// A counter of `store`'s commits from now on (`Ordering::SeqCst`).
 pub fn count_commits(store: &capstore::Store) -> Arc<AtomicU64> {
     let commits = Arc::new(AtomicU64::new(0));
@@ -99,26 +127,15 @@ pub const SEE: Duration = Duration::from_secs(10);
 /// into plain maps, read straight from PostgreSQL. A model independent of the replicas' code.
 pub async fn log_model(url: &str, namespace: &str) -> Value {
     use std::collections::BTreeMap;
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(connection);
-    let rows = client
-        .query(
-            &format!("SELECT changes FROM {namespace}.log ORDER BY version"),
-            &[],
-        )
-        .await
-        .expect("read the log");
     // The quarantine's trust state travels in the same log; it is folded too, not compared.
     let mut model: BTreeMap<String, BTreeMap<String, Value>> =
         ["tools", "skills", "hooks", "trust"]
             .into_iter()
             .map(|t| (t.to_string(), BTreeMap::new()))
             .collect();
-    for row in rows {
-        let entry: Value = serde_json::from_str(&row.get::<_, String>(0)).expect("json");
-        for change in entry["changes"].as_array().expect("changes") {
+    for entry in log_entries(url, namespace).await {
+        // An entry of usage evidence only has no changes.
+        for change in entry["changes"].as_array().into_iter().flatten() {
             let table = model
                 .get_mut(change["table"].as_str().expect("table"))
                 .expect("a shared table");
