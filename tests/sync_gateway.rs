@@ -270,3 +270,56 @@ async fn a_gateway_process_shares_its_catalog_and_audit_through_postgres() {
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--state`, a gateway's sessions teach every gateway: A's turns go to the log, and B's
+/// `search_tools` says what A's calls taught; no usage file is written.
+#[test]
+fn what_one_gateway_learns_every_gateway_knows() {
+    let (url, options) = (pg::url(), pg::options("usage"));
+    let ns = options.namespace.clone();
+    let dir = std::env::temp_dir().join(format!("capstore-sync-usage-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let state = [
+        "--state",
+        url.as_str(),
+        "--namespace",
+        ns.as_str(),
+        "--no-quarantine",
+    ];
+    let config_a = config_of(&dir.join("a"), "f", "ok");
+    let config_b = config_of(&dir.join("b"), "f", "ok");
+    let mut a = Gateway::start(&config_a, &state);
+    let mut b = Gateway::start(&config_b, &state);
+    for _ in 0..2 {
+        a.search("update the user profile");
+        for (tool, arguments) in [
+            ("f/echo", json!({"message": "hello"})),
+            ("f/user-profile/update", json!({})),
+        ] {
+            let reply = a.call(tool, arguments);
+            assert!(!is_error(&reply), "{reply}\n{}", a.stderr());
+        }
+    }
+    // A's search ends its second turn; both reach B through the log.
+    a.search("anything");
+    let started = Instant::now();
+    loop {
+        let answer = b.search("update the user profile");
+        if answer
+            .to_string()
+            .contains("f/echo (before it, in 2 of its 2 turns)")
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < pg::SEE,
+            "B never learned A's turns: {answer}\n{}",
+            a.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for config in [&config_a, &config_b] {
+        assert!(!capstore::usage::usage_path(config).exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

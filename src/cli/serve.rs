@@ -137,12 +137,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         _ => None,
     };
     options.events = shared.as_ref().map(|s| s.events.clone());
-    // Usage: kept beside the configuration, learned from each session's turns.
-    if shared.is_none()
-        && let Some(config) = &sources.mcp_config
-    {
-        options.usage_sink = Some(usage_file(&loaded.store, config, sources.usage.as_deref())?);
-    }
+    // Usage, learned from each session's turns: in the shared log with --state, else in a
+    // file beside the configuration.
+    options.usage_sink = match (&shared, &sources.mcp_config) {
+        (Some(shared), _) => Some(shared.usage_sink(live.runtime.handle())),
+        (None, Some(config)) => Some(usage_file(&loaded.store, config, sources.usage.as_deref())?),
+        (None, None) => None,
+    };
     // The hub's trust state (the file, or the shared one): the hub keeps held tools out of the
     // store, the gateway answers for them.
     let quarantine = live.quarantine.clone();

@@ -7,9 +7,13 @@
 //! in the gateway's store (`Replica::mirror_into`), beside the live servers' tools. Every tool
 //! call's events go to the `audit` table. The quarantine's trust state is the shared one
 //! (`Replica::quarantine`) instead of the configuration's trust file: one approval
-//! (`capstore approve --state URL`), every gateway.
+//! (`capstore approve --state URL`), every gateway. So is usage: each session's turns go to the
+//! log (`Replica::learn`), and every gateway learns from every gateway's calls.
+
+use std::sync::Arc;
 
 use capstore::events::EventSubscription;
+use capstore::gateway::UsageSink;
 use capstore::sync::{AuditLog, Batch, Replica, SyncOptions};
 use capstore::{EventBus, HANDLERS, HOOKS, SKILLS, Snapshot, Store, Subscription, TOOLS};
 
@@ -20,7 +24,7 @@ const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What keeps the sharing going: dropped when the gateway stops.
 pub(crate) struct SharedState {
-    _replica: Replica,
+    replica: Arc<Replica>,
     _mirror: Subscription,
     _audit: AuditLog,
     _recording: EventSubscription,
@@ -50,6 +54,24 @@ pub(crate) fn shown_url(url: &str) -> &str {
         "URL"
     } else {
         url
+    }
+}
+
+impl SharedState {
+    /// Where the gateway's finished turns go: the shared log (`Replica::learn`, on `runtime`),
+    /// so that every gateway learns from every gateway's calls; the log's usage comes back
+    /// into the gateway's store through the mirror. A turn the log does not take (PostgreSQL
+    /// away) is lost, and said on stderr; the gateway goes on serving.
+    pub(crate) fn usage_sink(&self, runtime: &tokio::runtime::Handle) -> UsageSink {
+        let (replica, runtime) = (Arc::clone(&self.replica), runtime.clone());
+        UsageSink::new(move |turn| {
+            let replica = Arc::clone(&replica);
+            runtime.spawn(async move {
+                if let Err(e) = replica.learn(turn).await {
+                    progress(&format!("usage: a turn not shared: {e}"));
+                }
+            });
+        })
     }
 }
 
@@ -92,7 +114,7 @@ pub(crate) fn share(
             replica.version()
         ));
         Ok::<SharedState, String>(SharedState {
-            _replica: replica,
+            replica: Arc::new(replica),
             _mirror: mirror,
             _audit: audit,
             _recording: recording,
