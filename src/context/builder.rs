@@ -1,6 +1,7 @@
 //! The per-turn selection: query → exact names → skills and their dependencies → BM25 over
 //! tools (fused with the nearest tool vectors, in hybrid retrieval) → policy (filters,
-//! thresholds, limits, budget) → the list carried across turns → a [`Selection`].
+//! thresholds, limits, budget) → the message's own channel (its sentences, the whole message)
+//! → companions → the list carried across turns → a [`Selection`].
 
 use std::cell::RefCell;
 use std::fmt;
@@ -274,11 +275,18 @@ impl ContextBuilder {
         };
         let tools_table = snapshot.lookup(&TOOLS)?;
         let reads_history = self.reads_history(turn);
-        let message = if reads_history {
-            self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?
-        } else {
-            Vec::new()
-        };
+        // The message's own tools: each of its sentences' best, then (on a follow-up, whose
+        // query read more than the message) the whole message's best few.
+        let mut message = self.sentence_channel(snapshot, turn, tools_table)?;
+        if reads_history {
+            let whole =
+                self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?;
+            for tool in whole {
+                if !message.iter().any(|m| m.key == tool.key) {
+                    message.push(tool);
+                }
+            }
+        }
         let (mut needed, mut tokens) =
             self.merge_channels(message, conversation, reads_history, &mut dropped);
         let companions = self.companions(snapshot, &needed, tokens, tools_table)?;

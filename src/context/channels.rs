@@ -22,6 +22,11 @@ use super::query::weighted_terms;
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
 
+/// The fewest words a sentence needs to be searched on its own
+/// ([`ContextBuilder::sentence_channel`]): a shorter one ("Thanks.", "Sure, go ahead.") names
+/// no task.
+const SENTENCE_WORDS: usize = 4;
+
 impl ContextBuilder {
     /// Whether the turn's query reads more than its message: earlier messages or the names of
     /// tools used lately. Without, the message alone is the query, and the message channel
@@ -128,6 +133,72 @@ impl ContextBuilder {
             })
             .collect();
         Ok(tools)
+    }
+
+    /// The best tool of each sentence of a message of several (each of at least
+    /// [`SENTENCE_WORDS`] words): a message that asks for two things ("convert 20 liters to
+    /// gallons. Then post the result on Twitter") names its second in a sentence that the
+    /// whole message's ranking outweighs. Each sentence is searched alone (BM25 over its own
+    /// terms), and its best tool joins if the sentence's evidence is as clear as the message
+    /// channel asks of a message (`message.min_evidence`, its best score per word). In
+    /// sentence order, each tool once; empty for a message of one sentence. Labelled
+    /// [`Channel::Message`].
+    pub(super) fn sentence_channel<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        turn: &Turn,
+        tools_table: RowLookup<'a, Tool>,
+    ) -> Result<Vec<SelectedTool>, SelectError> {
+        let p = self.policy();
+        if p.message.per_sentence == 0 {
+            return Ok(Vec::new());
+        }
+        let sentences: Vec<&str> = turn
+            .message
+            .unicode_sentences()
+            .filter(|s| s.unicode_words().count() >= SENTENCE_WORDS)
+            .collect();
+        if sentences.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let mut out: Vec<SelectedTool> = Vec::new();
+        for (position, sentence) in sentences.into_iter().enumerate() {
+            let query = weighted_terms(snapshot, &TOOLS, &[(sentence, 1.0)])?;
+            let terms: Vec<(&str, f32)> = query.iter().collect();
+            let hashed = HashedQuery::new(&terms);
+            let (hits, _filtered) =
+                self.search_tools(snapshot, &terms, &hashed, p.message.per_sentence)?;
+            drop(hashed);
+            let words = sentence.unicode_words().count().max(1);
+            let best = hits.first().map_or(0.0, |h| h.score);
+            if best / (words as f32) < p.message.min_evidence {
+                continue;
+            }
+            for hit in hits {
+                if out.iter().any(|t| t.key == *hit.key) {
+                    continue;
+                }
+                let Some(entry) = tools_table.entry(hit.key) else {
+                    continue;
+                };
+                let Some(tool) = entry.shared() else {
+                    continue;
+                };
+                out.push(SelectedTool {
+                    key: Arc::clone(entry.key),
+                    tokens: self.tokens_of(entry.record),
+                    tool,
+                    rank: 0,
+                    score: relative_score(hit.score, best),
+                    reasons: Reasons::one(Reason::Sentence {
+                        sentence: u32::try_from(position + 1).unwrap_or(u32::MAX),
+                        score: hit.score,
+                    }),
+                    channel: Channel::Message,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The turn's own tools from its two searches: the pinned ones, then the `message`

@@ -14,12 +14,15 @@
 //!    Pinned tools and skills are always in.
 //! 4. **Policy** ([`SelectionPolicy`]): tag filters, score thresholds, tool and skill limits, a
 //!    token budget, what to do when nothing matches.
-//! 5. **The message alone** ([`MessagePolicy`]): when the query read more than the message, the
-//!    message is searched on its own too, and its best few tools join the turn's own, in
-//!    front of the rest ([a turn's channels](#a-turns-channels)).
-//! 6. **The list across turns**: last turn's list is carried on and the turn's new tools are
+//! 5. **The message alone** ([`MessagePolicy`]): each sentence of a message of several is
+//!    searched on its own and brings its best tool; when the query read more than the message,
+//!    the whole message is searched on its own too, and its best few tools join the turn's
+//!    own, in front of the rest ([a turn's channels](#a-turns-channels)).
+//! 6. **Companions** ([`CompanionPolicy`]): the turn's tools bring the tools they need first,
+//!    declared or learned from the agent's calls ([companions](#companions)).
+//! 7. **The list across turns**: last turn's list is carried on and the turn's new tools are
 //!    appended; a list grown past `max_tools` is re-packed by staleness (below).
-//! 7. The [`Selection`] says, for each tool, why, and which channel brought it
+//! 8. The [`Selection`] says, for each tool, why, and which channel brought it
 //!    ([`Channel`]); for near misses, why not.
 //!
 //! Without a builder, [`all_tools`] sends everything. [`search_tools_definition`] and
@@ -34,8 +37,9 @@
 //!
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
-//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval) | its best few, always (appended if new) |
+//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its sentences alone (BM25) | each sentence's best and the message's best few, always (appended if new) |
 //! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; of its search hits new to the list, all but the best `repack_for_conversation` only while the list has room |
+//! | [`Channel::Companion`] | the turn's tools' declared requirements and learned companions | appended after the turn's own, within `companions.max_tools` and the list's limits |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
 //!
 //! How many the message brings follows its evidence: none when its best tool scores under
@@ -45,6 +49,34 @@
 //! turn without history has one query, the message, and one channel. Cost: a second BM25
 //! search of the message's few terms, on follow-ups only (the vectors are searched once for
 //! both).
+//!
+//! A message that asks for several things ("convert 20 liters to gallons. Afterwards, post
+//! the result on Twitter") names each in a sentence, and the whole message's ranking is
+//! outweighed by its longest request. So each sentence of at least four words, in a message of
+//! two or more, is searched alone too (BM25), and its best `message.per_sentence` tools join
+//! the message's ([`Reason::Sentence`]) when the sentence's evidence is as clear as the
+//! message channel asks (`message.min_evidence` a word). Cost: one BM25 search of a few terms
+//! per sentence, for messages of several sentences only.
+//!
+//! # Companions
+//! Some tools are needed although no message names them: the environment's prerequisites
+//! (the brake before the engine, `cd` before `mv`, a login before a post). The agent's own
+//! calls teach them ([`usage`](crate::usage): the executor, the agent loop and `capstore
+//! serve` record what they run), and a tool may declare them
+//! ([`Tool::requires`](crate::Tool::requires)). Once the turn's channels have chosen its own
+//! tools, each brings its companions ([`Channel::Companion`]):
+//!
+//! - what it requires, always (a bare name is looked up in the tool's own source first);
+//! - what the agent called with it in at least `companions.min_share` (0.3) of the turns that
+//!   called it, and in at least `companions.min_turns` (2) of them ([`Reason::Companion`]
+//!   says how many: "called before car/startEngine in 23 of its 25 turns");
+//!
+//! declared first, then by share, at most `companions.max_tools` (4) a turn, appended after
+//! the turn's own tools (a companion already in the list keeps its place), within `max_tools`
+//! and the token budget; a companion the tag filters exclude, or that is not in the snapshot
+//! (removed, or held back by a gateway's quarantine, which keeps it out of the store), never
+//! comes. Nothing declared and nothing learned: no companion, and the selection is what it was
+//! without this step. Cost: a usage row's look-up per tool of the turn.
 //!
 //! # The tool list across turns
 //! Providers cache a request by its prefix, and the tool definitions come first in it (OpenAI's
@@ -134,7 +166,8 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
-//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5 |
+//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5, `per_sentence` 1 |
+//! | `companions` | `max_tools` 4, `min_share` 0.3, `min_turns` 2 |
 //! | `hints` | weight 1; shapes: channel, issue number, mention, email address, URL, file, phone number; [`HintPolicy::default_phrases`] |
 //! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word and a 0.03 cosine separation |
 

@@ -204,6 +204,9 @@ pub struct MessagePolicy {
     /// In hybrid retrieval, the channel also opens when the nearest tool vector's cosine with
     /// the message's is at least this. Default 0.5.
     pub min_cosine: f32,
+    /// In a message of several sentences, each sentence searched alone brings its best this
+    /// many tools, in front of the message's own (0 turns it off). Default 1.
+    pub per_sentence: usize,
 }
 
 impl Default for MessagePolicy {
@@ -213,6 +216,7 @@ impl Default for MessagePolicy {
             min_relative_score: 0.5,
             min_evidence: 0.3,
             min_cosine: 0.5,
+            per_sentence: 1,
         }
     }
 }

@@ -67,6 +67,14 @@ pub enum Reason {
         #[serde(skip_serializing_if = "Option::is_none")]
         explanation: Option<Box<Explanation>>,
     },
+    /// One sentence of a message of several, searched alone, ranks it first (BM25): a
+    /// message that asks for several things names each in a sentence of its own.
+    Sentence {
+        /// The sentence's position in the message, from 1.
+        sentence: u32,
+        /// Its BM25 score for that sentence.
+        score: f32,
+    },
     /// A skill it belongs to matched the message.
     Skill {
         /// The skill.
@@ -274,6 +282,9 @@ impl std::fmt::Display for Reason {
                     None => f.write_str("-")?,
                 }
                 write!(f, ", lexical weight {lexical_weight:.2})")
+            }
+            Reason::Sentence { sentence, score } => {
+                write!(f, "BM25 {score:.2} for sentence {sentence} of the message")
             }
             Reason::Skill { skill, score } => write!(f, "skill {skill} matched ({score:.2})"),
             Reason::DependencyOf { skill, dependency } => {

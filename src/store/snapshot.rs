@@ -284,7 +284,10 @@ impl Snapshot {
     /// ```
     /// use capstore::Store;
     /// let snap = Store::new().snapshot();
-    /// assert_eq!(snap.table_names().collect::<Vec<_>>(), ["tools", "skills", "hooks", "handlers", "hook_handlers", "vectors"]);
+    /// assert_eq!(
+    ///     snap.table_names().collect::<Vec<_>>(),
+    ///     ["tools", "skills", "hooks", "handlers", "hook_handlers", "vectors", "usage"]
+    /// );
     /// ```
     pub fn table_names(&self) -> impl Iterator<Item = &str> {
         self.schema.tables.iter().map(|t| &*t.name)
