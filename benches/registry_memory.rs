@@ -15,14 +15,32 @@
 //! - **catalog load**: `Catalog::load_into` a new store, skills and their indexes included.
 //!
 //! The differences between consecutive rows are what each part costs.
+//!
+//! ```text
+//! cargo bench --bench registry_memory -- usage
+//! ```
+//!
+//! **Usage mode** (argument `usage`): what the built-in `usage` table adds (issue 49). A store
+//! loads a catalog (`CAPSTORE_CATALOG`, or by default 100,000 synthetic tools made in memory by
+//! `capstore::catalog::synthetic`, the same bytes as `capstore gen-catalog --tools 100000`),
+//! then counts 1,000,000 calls (`CAPSTORE_USAGE_CALLS`) into its usage table with
+//! `usage::learn`, one transaction a turn, as `UsageRecorder::commit_turn` does: conversations
+//! of 5 turns, each turn 1–5 calls (uniform), each call a tool drawn from a Zipf popularity
+//! (P(rank r) ∝ 1 / r over every tool, the ranks shuffled over the catalog), the previous turn's
+//! calls remembered, nothing sent; a fixed-seed SplitMix64. Reported: the live heap the store
+//! holds more after the calls than before (the usage rows and their place in the table), the
+//! rows, their companions, and the time the turns took (the counting allocator's overhead
+//! included).
 
 use std::alloc::System;
 use std::time::Instant;
 
 use capstore::catalog::Catalog;
+use capstore::catalog::synthetic::{Spec, write_catalog};
 use capstore::store::{IndexSchema, StoreBuilder, TableSchema};
 use capstore::tools::{ToolTextOptions, tool_text};
-use capstore::{Store, Tool};
+use capstore::usage::{Companion, MAX_COMPANIONS, TurnUse, Usage, learn};
+use capstore::{Store, TOOLS, Tool, USAGE};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -80,6 +98,10 @@ fn store_with(tools: Vec<Tool>, parts: Parts) -> Store {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "usage") {
+        usage_memory();
+        return;
+    }
     let Ok(path) = std::env::var("CAPSTORE_CATALOG") else {
         eprintln!("registry_memory: set CAPSTORE_CATALOG to a catalog file (see the file's docs)");
         return;
@@ -141,5 +163,167 @@ fn main() {
         per_tool(live - previous),
         live as f64 / 1e6,
         elapsed.as_secs_f64()
+    );
+}
+
+/// A number from the environment variable `name`, or `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v.replace(['_', ','], "").parse().expect("a count"),
+        Err(_) => default,
+    }
+}
+
+/// SplitMix64: a fixed stream, the same on every machine.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// A number in 0..1.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Turns in a conversation of the usage mode (the previous turn's calls are remembered within one).
+const TURNS_A_CONVERSATION: usize = 5;
+
+/// The usage mode: the live heap the `usage` table adds after `CAPSTORE_USAGE_CALLS` calls.
+fn usage_memory() {
+    let calls = env_count("CAPSTORE_USAGE_CALLS", 1_000_000);
+    let catalog = match std::env::var("CAPSTORE_CATALOG") {
+        Ok(path) => {
+            let text = std::fs::read_to_string(&path).expect("read the catalog");
+            println!("{path}");
+            Catalog::from_json_str(&text).expect("parse")
+        }
+        Err(_) => {
+            let spec = Spec {
+                tools: env_count("CAPSTORE_USAGE_TOOLS", 100_000),
+                ..Spec::default()
+            };
+            let mut json = Vec::new();
+            write_catalog(&spec, &mut json).expect("generate");
+            println!(
+                "synthetic catalog: {} tools, {} a skill, seed {}",
+                spec.tools, spec.tools_per_skill, spec.seed
+            );
+            Catalog::from_json_str(std::str::from_utf8(&json).expect("utf-8")).expect("parse")
+        }
+    };
+    let store = Store::new();
+    catalog.load_into(&store).expect("load");
+    drop(catalog);
+    let mut keys: Vec<String> = store
+        .snapshot()
+        .iter(&TOOLS)
+        .expect("tools")
+        .keys()
+        .map(|k| k.to_string())
+        .collect();
+    keys.sort();
+    let n = keys.len();
+    // Popularity: rank r (0-based) drawn with weight 1 / (r + 1); the ranks shuffled over the keys.
+    let mut mix = Mix(49);
+    for i in (1..n).rev() {
+        keys.swap(i, mix.below(i + 1));
+    }
+    let mut cumulative = Vec::with_capacity(n);
+    let mut total = 0.0f64;
+    for r in 0..n {
+        total += 1.0 / (r + 1) as f64;
+        cumulative.push(total);
+    }
+    let draw = |mix: &mut Mix| {
+        let u = mix.unit() * total;
+        cumulative.partition_point(|&c| c <= u).min(n - 1)
+    };
+    println!("{n} tools in the store; counting {calls} calls into usage");
+
+    let region = Region::new(GLOBAL);
+    let started = Instant::now();
+    let mut counted = 0usize;
+    let mut turns = 0usize;
+    let mut previous: Vec<String> = Vec::new();
+    while counted < calls {
+        let k = (1 + mix.below(5)).min(calls - counted);
+        let called: Vec<String> = (0..k).map(|_| keys[draw(&mut mix)].clone()).collect();
+        let mut turn = TurnUse::new(called);
+        // A conversation's first turn follows none.
+        let last = std::mem::take(&mut previous);
+        if !turns.is_multiple_of(TURNS_A_CONVERSATION) {
+            turn.previous = last;
+        }
+        store.write(|tx| learn(tx, &turn)).expect("learn");
+        // The next turn's `previous`: this one's distinct calls.
+        for tool in turn.called {
+            if !previous.contains(&tool) {
+                previous.push(tool);
+            }
+        }
+        counted += k;
+        turns += 1;
+    }
+    drop(previous);
+    let elapsed = started.elapsed();
+    let live = live_bytes(&region);
+
+    let snapshot = store.snapshot();
+    let rows: Vec<&Usage> = snapshot
+        .iter(&USAGE)
+        .expect("usage")
+        .map(|(_, u)| u)
+        .collect();
+    let companions: usize = rows.iter().map(|u| u.companions.len()).sum();
+    let full = rows
+        .iter()
+        .filter(|u| u.companions.len() == MAX_COMPANIONS)
+        .count();
+    let learned_calls: u64 = rows.iter().map(|u| u.calls).sum();
+    assert_eq!(learned_calls, calls as u64, "every call counted");
+    // The rows' own heap (key strings, companion lists and their keys), without the table's.
+    let own: usize = rows
+        .iter()
+        .map(|u| {
+            u.tool.capacity()
+                + u.companions.capacity() * std::mem::size_of::<Companion>()
+                + u.companions
+                    .iter()
+                    .map(|c| c.tool.capacity())
+                    .sum::<usize>()
+        })
+        .sum();
+    let per_row = |bytes: f64| bytes / rows.len() as f64;
+    println!(
+        "{calls} calls in {turns} turns counted in {:.2} s ({:.1} µs a turn, one transaction each)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 / turns as f64
+    );
+    println!(
+        "usage rows: {} ({:.1}% of the tools); companions {companions} ({:.1} a row, {full} rows full at {MAX_COMPANIONS})",
+        rows.len(),
+        100.0 * rows.len() as f64 / n as f64,
+        companions as f64 / rows.len() as f64
+    );
+    println!(
+        "live heap the usage table adds: {:.1} MB, {:.0} B a row, {:.0} B a tool of the store; \
+         of which the rows' own heap (keys, companion lists) {:.1} MB, {:.0} B a row (+ {} B the record in the table)",
+        live as f64 / 1e6,
+        per_row(live as f64),
+        live as f64 / n as f64,
+        own as f64 / 1e6,
+        per_row(own as f64),
+        std::mem::size_of::<Usage>()
     );
 }
