@@ -217,3 +217,83 @@ fn tell_a_channel_mid_incident_comes_from_the_hints() {
         selection.keys().collect::<Vec<_>>()
     );
 }
+
+/// A message of several sentences: each sentence's best tool is sent, in the message
+/// channel's share of the list (or in the place of the ranking's last ones, when the list is
+/// full), after the rest: it never outranks the whole message's best. A message of one
+/// sentence, or `per_sentence` 0, selects as before.
+#[test]
+fn each_sentence_of_a_message_brings_its_best_tool_at_the_tail() {
+    use capstore::context::{MessagePolicy, Reason};
+    use capstore::{TOOLS, Tool};
+    let parts = [
+        "engine", "tires", "brakes", "lights", "doors", "windows", "mirrors", "seats", "radio",
+        "wipers", "horn", "battery",
+    ];
+    let store = Store::new();
+    store
+        .write(|tx| {
+            for part in parts {
+                let tool = Tool::new(format!("check_{part}"), format!("Check the car's {part}"));
+                tx.insert(&TOOLS, tool)?;
+            }
+            let share = "Share a written update with a friend or a colleague, by message";
+            tx.insert(&TOOLS, Tool::new("share_update", share))
+        })
+        .expect("tools");
+    let snap = store.snapshot();
+    let message = "Check the engine, tires, brakes, lights, doors, windows, mirrors, seats, radio, \
+                   wipers, horn and battery. Then share it with Bob please.";
+    let builder = ContextBuilder::new();
+    let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+    let keys: Vec<&str> = selection.keys().collect();
+    assert_eq!(keys.len(), 12, "{keys:?}");
+    assert_eq!(keys.last(), Some(&"share_update"), "{keys:?}");
+    let tweet = selection.tools.last().expect("a tool");
+    assert!(
+        matches!(tweet.reasons[0], Reason::Sentence { sentence: 2, .. }),
+        "{:?}",
+        tweet.reasons
+    );
+    assert!(
+        tweet.reasons[0]
+            .to_string()
+            .ends_with("for sentence 2 of the message")
+    );
+    // Its first place is the whole message's best, as without sentences.
+    let off = SelectionPolicy {
+        message: MessagePolicy {
+            per_sentence: 0,
+            ..MessagePolicy::default()
+        },
+        ..SelectionPolicy::default()
+    };
+    let without = ContextBuilder::with_policy(off)
+        .expect("valid")
+        .select(&snap, &Turn::new(message))
+        .expect("select");
+    assert!(!without.contains("share_update"));
+    assert_eq!(without.tools[..], selection.tools[..11]);
+    // A full list (a single message sent 11 tools at most): it takes the ranking's last place.
+    let full = ContextBuilder::with_policy(SelectionPolicy::default().with_tool_limit(11))
+        .expect("valid")
+        .select(&snap, &Turn::new(message))
+        .expect("select");
+    assert_eq!(full.tools.len(), 11);
+    assert_eq!(full.tools[..10], without.tools[..10]);
+    assert_eq!(full.tools[10].key, tweet.key);
+    // One sentence: nothing changes.
+    let one = "Check the engine, tires, brakes, lights, doors and windows, then share it with Bob";
+    let a = builder.select(&snap, &Turn::new(one)).expect("select");
+    let b = ContextBuilder::with_policy(SelectionPolicy {
+        message: MessagePolicy {
+            per_sentence: 0,
+            ..MessagePolicy::default()
+        },
+        ..SelectionPolicy::default()
+    })
+    .expect("valid")
+    .select(&snap, &Turn::new(one))
+    .expect("select");
+    assert_eq!(a.tools, b.tools);
+}

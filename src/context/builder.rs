@@ -275,20 +275,21 @@ impl ContextBuilder {
         };
         let tools_table = snapshot.lookup(&TOOLS)?;
         let reads_history = self.reads_history(turn);
-        // The message's own tools: each of its sentences' best, then (on a follow-up, whose
-        // query read more than the message) the whole message's best few.
-        let mut message = self.sentence_channel(snapshot, turn, tools_table)?;
-        if reads_history {
-            let whole =
-                self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?;
-            for tool in whole {
-                if !message.iter().any(|m| m.key == tool.key) {
-                    message.push(tool);
-                }
-            }
-        }
-        let (mut needed, mut tokens) =
-            self.merge_channels(message, conversation, reads_history, &mut dropped);
+        // The message's own tools: (on a follow-up, whose query read more than the message)
+        // the whole message's best few, and each of its sentences' best.
+        let message = if reads_history {
+            self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?
+        } else {
+            Vec::new()
+        };
+        let sentences = self.sentence_channel(snapshot, turn, tools_table)?;
+        let (mut needed, mut tokens) = self.merge_channels(
+            message,
+            sentences,
+            conversation,
+            reads_history,
+            &mut dropped,
+        );
         let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
         tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
         dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));

@@ -201,19 +201,21 @@ impl ContextBuilder {
         Ok(out)
     }
 
-    /// The turn's own tools from its two searches: the pinned ones, then the `message`
-    /// channel's, then the `conversation` channel's (the message read with its history, at
-    /// most `max_turn_tools` with the pinned ones, as [`Self::fill`] ranked them), within the
+    /// The turn's own tools from its searches: the pinned ones, then the `message` channel's,
+    /// then the `conversation` channel's (the message read with its history, at most
+    /// `max_turn_tools` with the pinned ones, as [`Self::fill`] ranked them), within the
     /// token budget; a tool both bring is the message's, with the conversation's reasons after
     /// its own. The message's tools come on top of the conversation's: a turn selects at most
-    /// [`Self::own_tools`] (`max_turn_tools + message.max_tools`, within `max_tools`). Those the
-    /// limits cut are reported in `dropped`.
-    /// Each tool is labelled with the channel that brought it: without history
-    /// (`reads_history` false) the conversation is the message alone. Returns the tools,
-    /// ranked, and their tokens.
+    /// [`Self::own_tools`] (`max_turn_tools + message.max_tools`, within `max_tools`). Then the
+    /// `sentences`' best tools that are not among them take the places of the conversation
+    /// search's last ones (never a pinned tool, the message's, or one named, found or called),
+    /// and rank after the rest: a sentence's best never outranks the whole message's. Those the limits cut are reported in `dropped`. Each tool is labelled with
+    /// the channel that brought it: without history (`reads_history` false) the conversation
+    /// is the message alone. Returns the tools, ranked, and their tokens.
     pub(super) fn merge_channels(
         &self,
         message: Vec<SelectedTool>,
+        sentences: Vec<SelectedTool>,
         conversation: Vec<SelectedTool>,
         reads_history: bool,
         dropped: &mut Vec<Dropped>,
@@ -234,6 +236,18 @@ impl ContextBuilder {
             }
         }
         let pinned_keys: HashSet<Arc<str>> = pinned.iter().map(|t| Arc::clone(&t.key)).collect();
+        // What a sentence's best may take the place of: the conversation search's ranking (not
+        // a name written in the message, a tool the model found or called).
+        let searched: HashSet<Arc<str>> = rest
+            .iter()
+            .filter(|t| {
+                !matches!(
+                    t.reasons.first(),
+                    Some(Reason::ExactName { .. } | Reason::Discovered | Reason::RecentlyUsed)
+                )
+            })
+            .map(|t| Arc::clone(&t.key))
+            .collect();
         let mut tools = pinned;
         let mut used: usize = tools.iter().map(|t| t.tokens).sum();
         let others = message
@@ -249,27 +263,49 @@ impl ContextBuilder {
             })
             .chain(rest);
         let limit = self.own_tools();
+        let mut cut = Vec::new();
         for tool in others {
             if tools.len() >= limit {
-                dropped.push(Dropped {
-                    key: tool.key,
-                    reason: DropReason::MaxTools { max: limit },
-                    candidate: tool.reasons,
-                });
+                cut.push((tool, DropReason::MaxTools { max: limit }));
                 continue;
             }
             if let Some(reason) = past_budget(p.token_budget, used, tool.tokens) {
-                dropped.push(Dropped {
-                    key: tool.key,
-                    reason,
-                    candidate: tool.reasons,
-                });
+                cut.push((tool, reason));
                 continue;
             }
             used += tool.tokens;
             tools.push(tool);
         }
-        // A tool the conversation's search cut and the message brought back is no near miss.
+        // The sentences' tools not in yet take the conversation's last places.
+        for sentence in sentences {
+            if tools.iter().any(|t| t.key == sentence.key) {
+                continue;
+            }
+            while tools.len() >= limit
+                || past_budget(p.token_budget, used, sentence.tokens).is_some()
+            {
+                let Some(last) = tools.iter().rposition(|t| searched.contains(&*t.key)) else {
+                    break;
+                };
+                let out = tools.remove(last);
+                used -= out.tokens;
+                cut.push((out, DropReason::MaxTools { max: limit }));
+            }
+            if tools.len() < limit && past_budget(p.token_budget, used, sentence.tokens).is_none() {
+                used += sentence.tokens;
+                tools.push(sentence);
+            }
+        }
+        for (tool, reason) in cut {
+            // A tool the conversation's search cut and another channel brought is no near miss.
+            if !tools.iter().any(|t| t.key == tool.key) {
+                dropped.push(Dropped {
+                    key: tool.key,
+                    reason,
+                    candidate: tool.reasons,
+                });
+            }
+        }
         dropped.retain(|d| !tools.iter().any(|t| t.key == d.key));
         for (rank, tool) in tools.iter_mut().enumerate() {
             tool.rank = rank;
