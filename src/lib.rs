@@ -23,15 +23,15 @@
 //! through a change log in PostgreSQL.
 //!
 //! ## Features
-//! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
-//! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and
-//! time drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the
-//! model adapters (reqwest with rustls, as `mcp-live` already uses). `minilm` (in `cli`):
-//! `embed::MiniLm`, the sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle
-//! and the `tokenizers` crate), its weights read from a directory and never downloaded.
-//! `postgres` (in `cli`): `sync`, replicas sharing one catalog through PostgreSQL
-//! (`tokio-postgres`). With
-//! `default-features = false` the library is the store, BM25, selection and execution only.
+//! A crate that adds `capstore` with its defaults builds the store, BM25, selection, usage,
+//! execution and the agent loop: none of the parts below, each a feature away. `mcp-live`:
+//! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and time
+//! drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the model
+//! adapters (reqwest with rustls, as `mcp-live` already uses). `minilm`: `embed::MiniLm`, the
+//! sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle and the `tokenizers`
+//! crate), its weights read from a directory and never downloaded. `postgres`: `sync`, replicas
+//! sharing one catalog through PostgreSQL (`tokio-postgres`). The `capstore` command line is
+//! its own package in this repository (`cli`, `capstore-cli`), which turns on what it needs.
 
 pub mod agent;
 pub mod bm25;

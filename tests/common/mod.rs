@@ -4,7 +4,4 @@
 #![allow(dead_code)]
 
 pub mod bm25_reference;
-// Runs the `capstore` binary, which needs the `cli` feature.
-#[cfg(feature = "cli")]
-pub mod gateway;
 pub mod tables;

@@ -14,11 +14,17 @@ use serde_json::{Value, json};
 
 // Only the model's directory is used here (the CLI loads the model itself).
 #[allow(dead_code)]
-#[path = "common/minilm_dir.rs"]
+#[path = "../../tests/common/minilm_dir.rs"]
 mod minilm_dir;
 
 const FLIGHT: &str = "book a flight to Lisbon next Friday";
 const ORDERS: &str = "how many orders did we get last week? query the database";
+/// `path` (relative to the repository's root, where the binary runs) from this test process,
+/// which runs in the command line's package directory.
+fn at(path: &str) -> std::path::PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(path)
+}
+
 const SMALL_CATALOG: &str = "tests/fixtures/cli/small_catalog.json";
 const INVALID_CATALOG: &str = "tests/fixtures/cli/invalid_catalog.json";
 const FILESYSTEM_MCP: &str = "tests/fixtures/mcp/filesystem.json";
@@ -30,7 +36,7 @@ const BAD_MCP: &str = "tests/fixtures/mcp/bad/bad_name.json";
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_capstore"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .expect("the capstore binary runs")
 }
@@ -267,7 +273,7 @@ fn select_on_a_catalog_file_plus_the_bundled_one_matches_the_library() {
     let mut pinned = Vec::new();
     for catalog in [
         bundled(),
-        Catalog::from_path(SMALL_CATALOG).expect("fixture"),
+        Catalog::from_path(at(SMALL_CATALOG)).expect("fixture"),
     ] {
         pinned.extend(catalog.load_into(&store).expect("loads").pinned);
     }
@@ -554,7 +560,7 @@ fn stats_counts_are_the_library_counts_for_each_source() {
     );
 
     // A catalog file alone.
-    let small = Catalog::from_path(SMALL_CATALOG).expect("fixture");
+    let small = Catalog::from_path(at(SMALL_CATALOG)).expect("fixture");
     let small_store = Store::new();
     small.load_into(&small_store).expect("loads");
     let (stdout, _) = ok(&["stats", "--catalog", SMALL_CATALOG]);
@@ -578,11 +584,9 @@ fn stats_counts_are_the_library_counts_for_each_source() {
 
 #[test]
 fn stats_counts_an_mcp_tool_list() {
-    let list = McpToolList::from_json(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(FILESYSTEM_MCP))
-            .expect("fixture"),
-    )
-    .expect("a valid list");
+    let list =
+        McpToolList::from_json(&std::fs::read_to_string(at(FILESYSTEM_MCP)).expect("fixture"))
+            .expect("a valid list");
     let store = Store::new();
     import_server(&store, "files", &list).expect("imports");
     let spec = format!("files={FILESYSTEM_MCP}");
@@ -701,9 +705,11 @@ fn file_errors_exit_2_and_name_the_file() {
     );
 
     // An invalid catalog: the library's error, naming the file, the JSON path and the tool.
-    let expected = Catalog::from_path(INVALID_CATALOG).expect_err("the fixture is invalid");
+    let invalid = at(INVALID_CATALOG);
+    let invalid = invalid.to_str().expect("a UTF-8 path");
+    let expected = Catalog::from_path(invalid).expect_err("the fixture is invalid");
     assert_eq!(expected.path, "/skills/0/tools/1/input_schema");
-    let error = fails(&["select", FLIGHT, "--catalog", INVALID_CATALOG]);
+    let error = fails(&["select", FLIGHT, "--catalog", invalid]);
     assert_eq!(error, format!("capstore: {expected}"));
     for part in [
         INVALID_CATALOG,
@@ -714,8 +720,7 @@ fn file_errors_exit_2_and_name_the_file() {
     }
 
     // An invalid MCP list: the library's error, after the file's name.
-    let bad = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BAD_MCP))
-        .expect("fixture");
+    let bad = std::fs::read_to_string(at(BAD_MCP)).expect("fixture");
     let expected = McpToolList::from_json(&bad).expect_err("the fixture is invalid");
     let error = fails(&["stats", "--mcp", &format!("s3={BAD_MCP}")]);
     assert_eq!(error, format!("capstore: {BAD_MCP}: {expected}"));
@@ -765,7 +770,7 @@ fn live_config(test: &str) -> (std::path::PathBuf, String) {
     let dir = std::env::temp_dir().join(format!("capstore-cli-live-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch folder");
     let live = dir.join("live.mcp.json");
-    std::fs::copy(LIVE, &live).expect("copy the live config");
+    std::fs::copy(at(LIVE), &live).expect("copy the live config");
     let live = live.to_str().expect("a UTF-8 temp path").to_string();
     (dir, live)
 }
@@ -776,7 +781,7 @@ fn live_config(test: &str) -> (std::path::PathBuf, String) {
 #[test]
 fn select_over_live_mcp_servers() {
     assert!(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join(".test-deps/venv/bin/mcp-server-time")
             .exists(),
         "run `bash scripts/test-deps.sh` first (the README's test command does)"

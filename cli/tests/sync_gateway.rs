@@ -3,7 +3,9 @@
 //! here through the log; a call through the gateway lands in the `audit` table. Two gateway
 //! processes share one trust state: a rug pull held on both is approved once, and runs on both.
 
-mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
+#[path = "../../tests/pg/mod.rs"]
 mod pg;
 
 use std::path::{Path, PathBuf};
@@ -11,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use capstore::sync::{AuditLog, Batch, Replica};
 use capstore::{Event, TOOLS, Tool};
-use common::gateway::GatewayProcess as Gateway;
+use gateway::GatewayProcess as Gateway;
 use serde_json::json;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn config(dir: &Path) -> PathBuf {
@@ -87,16 +89,13 @@ fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
     let mut a = Gateway::start(&honest, &state);
     let reply = a.call("cards/echo", json!({"message": "first"}));
     assert!(!is_error(&reply), "{reply}\n{}", a.stderr());
-    assert!(
-        common::gateway::text_of(&reply).contains("first"),
-        "{reply}"
-    );
+    assert!(gateway::text_of(&reply).contains("first"), "{reply}");
 
     // Gateway B never saw the honest `echo`, only the rug-pulled one: the shared state holds
     // it back there.
     let mut b = Gateway::start(&poisoned, &state);
     let reply = b.call("cards/echo", json!({"message": "second"}));
-    let text = common::gateway::text_of(&reply);
+    let text = gateway::text_of(&reply);
     assert!(is_error(&reply), "{reply}");
     assert!(
         text.contains("`cards/echo` is quarantined: its description or schema changed"),
@@ -111,7 +110,7 @@ fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
     // Its other tools, unchanged, run.
     let reply = b.call("cards/fail", json!({}));
     assert!(
-        common::gateway::text_of(&reply).contains("MCP server `cards` reported an error"),
+        gateway::text_of(&reply).contains("MCP server `cards` reported an error"),
         "{reply}"
     );
 
@@ -123,7 +122,7 @@ fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
         "cards/echo",
         json!({"message": "third"}),
         "A holds the changed echo",
-        |reply| common::gateway::text_of(reply).contains("is quarantined"),
+        |reply| gateway::text_of(reply).contains("is quarantined"),
     );
 
     // No trust file: the state is PostgreSQL's.
@@ -163,7 +162,7 @@ fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
         ran,
     );
     assert!(
-        common::gateway::text_of(&reply).contains("approved on B"),
+        gateway::text_of(&reply).contains("approved on B"),
         "{reply}"
     );
     let reply = call_until(
@@ -174,7 +173,7 @@ fn one_approval_trusts_a_rug_pulled_tool_on_every_gateway() {
         ran,
     );
     assert!(
-        common::gateway::text_of(&reply).contains("approved on A"),
+        gateway::text_of(&reply).contains("approved on A"),
         "{reply}"
     );
 

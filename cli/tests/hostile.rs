@@ -2,9 +2,9 @@
 //! panicked, a web page's requests to `serve --http`, the trust file shared by every command,
 //! a hung server beside the one a `call` needs, a server that stays down, a 100 KB query.
 //! The servers are `tests/fixtures/mcp/servers/fault_server.py` (standard library only).
-#![cfg(feature = "cli")]
 
-mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::gateway::{GatewayProcess as Gateway, HttpGateway};
+use gateway::{GatewayProcess as Gateway, HttpGateway};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -8,6 +8,7 @@
 //!
 //! `cargo bench --bench gateway` after `bash scripts/test-deps.sh` (results in BENCHMARKS.md).
 
+#[path = "../../benches/synthetic/mod.rs"]
 mod synthetic;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ const SEARCHES: usize = 300;
 const CALLS: usize = 1_000;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn installed(path: &str) -> String {

@@ -1,6 +1,9 @@
-//! `capstore serve` processes for tests, killed when dropped: [`GatewayProcess`] spoken to in
+//! `capstore serve` processes for the command line's tests (each includes this file with
+//! `#[path]`, and uses part of it), killed when dropped: [`GatewayProcess`] spoken to in
 //! JSON-RPC lines over stdio, as an MCP client does (started, initialized, asked; its stderr
 //! kept for messages), and [`HttpGateway`] serving `--http` on loopback.
+
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -13,14 +16,14 @@ use serde_json::{Value, json};
 /// How long one request may wait for its answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(60);
 
-/// `capstore serve --mcp-config CONFIG`, run in the crate's directory.
+/// `capstore serve --mcp-config CONFIG`, run in the repository's root.
 fn serve(config: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_capstore"));
     command
         .arg("serve")
         .arg("--mcp-config")
         .arg(config)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     command
 }
 

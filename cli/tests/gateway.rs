@@ -1,18 +1,18 @@
 //! `capstore serve`: the MCP gateway, driven by the official MCP Python SDK (a client nobody on
 //! this project wrote), and by raw JSON-RPC lines for what a well-behaved SDK never sends.
-#![cfg(feature = "cli")]
 
-mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::gateway::{GatewayProcess as Gateway, HttpGateway};
+use gateway::{GatewayProcess as Gateway, HttpGateway};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn installed(path: &str) -> PathBuf {

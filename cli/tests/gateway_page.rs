@@ -1,9 +1,9 @@
 //! The admin page of `capstore serve --http`, in a real browser (Debian's Chromium driven by
 //! playwright-core: `bash scripts/chromium.sh`, which `scripts/test-deps.sh` runs), with the
 //! official MCP Python SDK on the MCP side; and the page's guard, by raw HTTP requests.
-#![cfg(feature = "cli")]
 
-mod common;
+#[path = "common/gateway.rs"]
+mod gateway;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::gateway::HttpGateway;
+use gateway::HttpGateway;
 use serde_json::json;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 /// A file the test scripts installed; a missing one fails the test (never skips it).
