@@ -38,6 +38,7 @@ pub mod bm25;
 pub mod catalog;
 pub mod context;
 pub mod embed;
+mod error;
 pub mod eval;
 pub mod events;
 pub mod exec;
@@ -57,6 +58,7 @@ mod tables;
 pub mod tools;
 pub mod usage;
 
+pub use error::{Error, Result};
 pub use events::{Event, EventBus, EventSubscription};
 pub use exec::{
     ExecError, Executor, HandlerError, HookContext, HookHandler, HookOutcome, ToolCall,
@@ -68,5 +70,9 @@ pub use store::{
     Change, ChangeKind, ChangeSet, CommitInfo, Snapshot, Store, StoreError, Subscription, WatchSet,
     Watcher, WriteTxn,
 };
-pub use tables::{HANDLERS, HOOK_HANDLERS, HOOKS, SKILLS, TOOLS, USAGE, VECTORS};
+pub use tables::{
+    HANDLERS, HOOK_HANDLERS, HOOKS, HOOKS_BY_EVENT, HOOKS_BY_MATCHER, SKILLS, SKILLS_BY_CATEGORY,
+    SKILLS_BY_DEPENDENCY, SKILLS_BY_TAG, SKILLS_BY_TOOL, TOOLS, TOOLS_BY_NAME, TOOLS_BY_SKILL,
+    TOOLS_BY_SOURCE, TOOLS_BY_TAG, USAGE, VECTORS,
+};
 pub use tools::{InputSchema, Tool};

@@ -5,7 +5,7 @@ use crate::embed::{self, ToolVector};
 use crate::exec::{self, HookHandler, ToolHandler};
 use crate::hooks::{self, Hook};
 use crate::skills::{self, Skill};
-use crate::store::{BUILTIN_SCHEMA, SchemaError, Store, StoreBuilder, Table};
+use crate::store::{BUILTIN_SCHEMA, Index, SchemaError, Store, StoreBuilder, Table};
 use crate::tools::{self, Tool, ToolTextOptions};
 use crate::usage::{self, Usage};
 
@@ -103,6 +103,116 @@ pub const VECTORS: Table<ToolVector> = Table::new(5, BUILTIN_SCHEMA);
 /// # Ok::<(), capstore::StoreError>(())
 /// ```
 pub const USAGE: Table<Usage> = Table::new(6, BUILTIN_SCHEMA);
+
+/// The `tools` table's index of tool names (the bare name, without the source).
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS, TOOLS_BY_NAME};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("search", "Search code").with_source("github"))?;
+///     tx.insert(&TOOLS, Tool::new("search", "Search the web").with_source("web"))
+/// })?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_NAME, "search")?, 2);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_NAME: Index<Tool> = Index::new(TOOLS, "name");
+/// The `tools` table's index of sources (an MCP server's name, a plug-in).
+///
+/// ```
+/// # use capstore::{Store, Tool, TOOLS, TOOLS_BY_SOURCE};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&TOOLS, Tool::new("search", "Search").with_source("github")))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_SOURCE, "github")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_SOURCE: Index<Tool> = Index::new(TOOLS, "source");
+/// The `tools` table's index of tags (a tool carries several).
+///
+/// ```
+/// # use capstore::{Store, Tool, TOOLS, TOOLS_BY_TAG};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&TOOLS, Tool::new("fetch", "Fetch").with_tags(["web", "http"])))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_TAG, "http")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_TAG: Index<Tool> = Index::new(TOOLS, "tags");
+/// The `tools` table's index of the skills that bundle a tool.
+///
+/// ```
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool, TOOLS_BY_SKILL};
+/// let store = Store::new();
+/// store.write(|tx| register_skill(tx, Skill::new("files", "Files"), [Tool::new("read_file", "Read")]))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_SKILL, "files")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const TOOLS_BY_SKILL: Index<Tool> = Index::new(TOOLS, "skill");
+/// The `skills` table's index of categories.
+///
+/// ```
+/// use capstore::{Skill, Store, SKILLS, SKILLS_BY_CATEGORY};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Files").with_category("fs")))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_CATEGORY, "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS_BY_CATEGORY: Index<Skill> = Index::new(SKILLS, "category");
+/// The `skills` table's index of tags.
+///
+/// ```
+/// # use capstore::{Skill, Store, SKILLS, SKILLS_BY_TAG};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Files").with_tags(["fs"])))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TAG, "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS_BY_TAG: Index<Skill> = Index::new(SKILLS, "tags");
+/// The `skills` table's index of the tools a skill lists.
+///
+/// ```
+/// # use capstore::skills::register_skill;
+/// # use capstore::{Skill, Store, Tool, SKILLS_BY_TOOL};
+/// # let store = Store::new();
+/// # store.write(|tx| register_skill(tx, Skill::new("files", "Files"), [Tool::new("read_file", "Read")]))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TOOL, "read_file")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const SKILLS_BY_TOOL: Index<Skill> = Index::new(SKILLS, "tool");
+/// The `skills` table's index of the skills a skill depends on.
+///
+/// ```
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool, SKILLS_BY_DEPENDENCY};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     register_skill(tx, Skill::new("auth", "Sign in"), Vec::<Tool>::new())?;
+///     register_skill(tx, Skill::new("github", "GitHub").with_dependencies(["auth"]), Vec::<Tool>::new())
+/// })?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_DEPENDENCY, "auth")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const SKILLS_BY_DEPENDENCY: Index<Skill> = Index::new(SKILLS, "dependency");
+/// The `hooks` table's index of events (`pre-tool-use`, `post-tool-use`).
+///
+/// ```
+/// # use capstore::{Hook, HookEvent, Store, HOOKS, HOOKS_BY_EVENT};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PreToolUse, "*")))?;
+/// assert_eq!(store.snapshot().count_by(&HOOKS_BY_EVENT, "pre-tool-use")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS_BY_EVENT: Index<Hook> = Index::new(HOOKS, "event");
+/// The `hooks` table's index of matcher patterns.
+///
+/// ```
+/// # use capstore::{Hook, HookEvent, Store, HOOKS, HOOKS_BY_MATCHER};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PreToolUse, "fs/*")))?;
+/// assert_eq!(store.snapshot().count_by(&HOOKS_BY_MATCHER, "fs/*")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS_BY_MATCHER: Index<Hook> = Index::new(HOOKS, "matcher");
 
 /// How many built-in tables come first in every store made by [`Store::new`] or
 /// [`Store::builder`]; given to the store, which knows them only by this count.

@@ -294,6 +294,10 @@ impl Model {
             return Err(Fail::NotFound);
         }
         touched.insert(("tools", key.to_string()));
+        // A handler belongs to its tool: it goes with it, whatever removed the tool.
+        if self.handlers.remove(key) {
+            touched.insert(("handlers", key.to_string()));
+        }
         Ok(())
     }
 
@@ -310,13 +314,7 @@ impl Model {
                 touched.insert(("handlers", key));
                 Ok(())
             }
-            Op::RemoveTool(key) => {
-                self.unregister_tool(key, touched)?;
-                if self.handlers.remove(key) {
-                    touched.insert(("handlers", key.clone()));
-                }
-                Ok(())
-            }
+            Op::RemoveTool(key) => self.unregister_tool(key, touched),
             Op::RegisterSkill(skill, bundled) => self.register_skill(skill, bundled, touched),
             Op::UnregisterSkill(name) => self.unregister_skill(name, touched),
             Op::RegisterHook(h) => {

@@ -65,7 +65,7 @@ fn seeded() -> (Store, Table<Person>) {
             register_skill(
                 tx,
                 Skill::new("backup", "Back up files").with_dependencies(["files"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )?;
             register_hook(
                 tx,
@@ -290,7 +290,7 @@ fn cases() -> Vec<Case> {
                     attempt(s, |tx| register_skill(
                         tx,
                         Skill::new("loop", "").with_dependencies(["loop"]),
-                        vec![]
+                        Vec::<capstore::Tool>::new()
                     )),
                     SkillError::Store(StoreError::InvalidRecord { .. })
                 )
@@ -320,7 +320,7 @@ fn cases() -> Vec<Case> {
                     attempt(s, |tx| register_skill(
                         tx,
                         Skill::new("cyc_b", "").with_dependencies(["cyc_a"]),
-                        vec![]
+                        Vec::<capstore::Tool>::new()
                     )),
                     SkillError::DependencyCycle { .. }
                 )

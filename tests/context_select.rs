@@ -106,12 +106,12 @@ fn a_matched_skill_brings_its_tools_and_its_dependencies_tools() {
     assert!(
         s.skills
             .iter()
-            .any(|m| &*m.name == "github" && m.how == "matched")
+            .any(|m| &*m.name == "github" && m.how == capstore::context::SkillMatch::Matched)
     );
     assert!(
         s.skills
             .iter()
-            .any(|m| &*m.name == "auth" && m.how == "dependency")
+            .any(|m| &*m.name == "auth" && m.how == capstore::context::SkillMatch::Dependency)
     );
     assert!(!k.contains(&"fs/read_file".to_string()));
 }

@@ -403,7 +403,11 @@ async fn remove_tool_removes_its_handler_and_respects_skills() {
         .write(|tx| {
             register_tool(tx, Tool::new("solo", ""), |a| async move { Ok(a) })?;
             register_tool(tx, Tool::new("listed", ""), |a| async move { Ok(a) })?;
-            register_skill(tx, Skill::new("s", "").with_tools(["listed"]), Vec::new())
+            register_skill(
+                tx,
+                Skill::new("s", "").with_tools(["listed"]),
+                Vec::<capstore::Tool>::new(),
+            )
         })
         .expect("setup");
     store.write(|tx| remove_tool(tx, "solo")).expect("remove");

@@ -362,12 +362,12 @@ fn removing_a_tool_a_skill_lists_is_refused_whole() {
                 tx,
                 Skill::new("triage", "Sort issues")
                     .with_tools(["github/update_issue", "github/list_issues"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )?;
             register_skill(
                 tx,
                 Skill::new("release", "Cut a release").with_tools(["github/update_issue"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )
         })
         .expect("skills");

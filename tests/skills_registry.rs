@@ -22,17 +22,17 @@ fn a_missing_dependency_names_the_chain_and_changes_nothing() {
             register_skill(
                 tx,
                 Skill::new("http", "").with_dependencies(["auth"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )
         })
         .unwrap_err();
     store
         .write(|tx| {
-            register_skill(tx, Skill::new("auth", ""), vec![])?;
+            register_skill(tx, Skill::new("auth", ""), Vec::<Tool>::new())?;
             register_skill(
                 tx,
                 Skill::new("http", "").with_dependencies(["auth"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )
         })
         .expect("valid chain");
@@ -103,21 +103,21 @@ fn closure_order_is_deterministic_and_topological() {
     let store = Store::new();
     store
         .write(|tx| {
-            register_skill(tx, Skill::new("base", ""), vec![])?;
+            register_skill(tx, Skill::new("base", ""), Vec::<Tool>::new())?;
             register_skill(
                 tx,
                 Skill::new("left", "").with_dependencies(["base"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )?;
             register_skill(
                 tx,
                 Skill::new("right", "").with_dependencies(["base"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )?;
             register_skill(
                 tx,
                 Skill::new("top", "").with_dependencies(["left", "right"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )
         })
         .expect("diamond");
@@ -171,7 +171,11 @@ fn listed_tools_are_not_owned_and_cannot_be_removed_while_listed() {
     store
         .write(|tx| {
             tx.insert(&TOOLS, Tool::new("free", "registered on its own"))?;
-            register_skill(tx, Skill::new("s", "").with_tools(["free"]), vec![])
+            register_skill(
+                tx,
+                Skill::new("s", "").with_tools(["free"]),
+                Vec::<Tool>::new(),
+            )
         })
         .expect("register");
     let mut tx = store.begin();
@@ -193,7 +197,13 @@ fn listed_tools_are_not_owned_and_cannot_be_removed_while_listed() {
 fn unknown_listed_tools_and_needed_skills_are_refused() {
     let store = Store::new();
     let err = store
-        .write(|tx| register_skill(tx, Skill::new("s", "").with_tools(["ghost"]), vec![]))
+        .write(|tx| {
+            register_skill(
+                tx,
+                Skill::new("s", "").with_tools(["ghost"]),
+                Vec::<Tool>::new(),
+            )
+        })
         .unwrap_err();
     assert_eq!(
         err,
@@ -208,7 +218,7 @@ fn unknown_listed_tools_and_needed_skills_are_refused() {
             register_skill(
                 tx,
                 Skill::new("http", "").with_dependencies(["auth"]),
-                vec![],
+                Vec::<capstore::Tool>::new(),
             )
         })
         .expect("register");

@@ -77,7 +77,7 @@ fn random_write(tx: &mut WriteTxn, rng: &mut Rng) -> bool {
             if rng.next().is_multiple_of(2) {
                 skill = skill.with_dependencies([rng.pick(&SKILLS_)]);
             }
-            let tools = (0..rng.next() % 3).map(|_| random_tool(rng)).collect();
+            let tools: Vec<Tool> = (0..rng.next() % 3).map(|_| random_tool(rng)).collect();
             register_skill(tx, skill, tools).is_ok()
         }
         3 => unregister_skill(tx, rng.pick(&SKILLS_)).is_ok(),

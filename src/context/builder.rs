@@ -27,6 +27,7 @@ use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
 use super::selection::{
     Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+    SkillMatch,
 };
 use super::turn::Turn;
 
@@ -421,9 +422,9 @@ impl ContextBuilder {
             };
             for (name, skill) in closure {
                 let how = if **name == **pinned {
-                    "pinned"
+                    SkillMatch::Pinned
                 } else {
-                    "dependency"
+                    SkillMatch::Dependency
                 };
                 push_skill(skills, name, 0.0, how);
                 for key in &skill.tools {
@@ -468,7 +469,7 @@ impl ContextBuilder {
             }
             let relative = if best > 0.0 { hit.score / best } else { 0.0 };
             let score = p.skill_tool_weight * relative;
-            push_skill(skills, hit.key, hit.score, "matched");
+            push_skill(skills, hit.key, hit.score, SkillMatch::Matched);
             let closure = closure_of(snapshot, hit.key)?;
             // The root comes last, after the dependencies it needs; its stored name is
             // borrowed for the reasons, which outlive `hit`.
@@ -483,7 +484,7 @@ impl ContextBuilder {
                     };
                     (why, score)
                 } else {
-                    push_skill(skills, name, 0.0, "dependency");
+                    push_skill(skills, name, 0.0, SkillMatch::Dependency);
                     let why = Why::DependencyOf {
                         skill: root,
                         dependency: name,
@@ -796,10 +797,10 @@ impl ContextBuilder {
 
 /// Records a skill once; a skill met first as a dependency and then matched by the message
 /// is reported as matched, with its score.
-fn push_skill(skills: &mut Vec<MatchedSkill>, name: &Arc<str>, score: f32, how: &'static str) {
+fn push_skill(skills: &mut Vec<MatchedSkill>, name: &Arc<str>, score: f32, how: SkillMatch) {
     match skills.iter_mut().find(|s| s.name == *name) {
         Some(known) => {
-            if known.how == "dependency" && how == "matched" {
+            if known.how == SkillMatch::Dependency && how == SkillMatch::Matched {
                 known.how = how;
                 known.score = score;
             }

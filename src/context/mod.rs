@@ -200,5 +200,6 @@ pub use policy::{
 pub use query_terms::QueryTerms;
 pub use selection::{
     Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+    SkillMatch,
 };
 pub use turn::{Conversation, PreviousTool, Turn};

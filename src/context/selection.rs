@@ -406,7 +406,7 @@ impl std::fmt::Display for DropReason {
 ///
 /// ```
 /// use capstore::context::Channel;
-/// assert_eq!(Channel::Message.to_string(), "named by this message");
+/// assert_eq!(Channel::Message.to_string(), "asked for by this message");
 /// assert_eq!(Channel::Conversation.to_string(), "from the conversation");
 /// assert_eq!(Channel::Companion.to_string(), "brought by a tool it goes with");
 /// assert_eq!(Channel::Kept { idle_turns: 1 }.to_string(), "kept from the last turn");
@@ -441,7 +441,7 @@ impl std::fmt::Display for Channel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Channel::Pinned => f.write_str("pinned"),
-            Channel::Message => f.write_str("named by this message"),
+            Channel::Message => f.write_str("asked for by this message"),
             Channel::Conversation => f.write_str("from the conversation"),
             Channel::Companion => f.write_str("brought by a tool it goes with"),
             Channel::Kept { idle_turns: 0 | 1 } => f.write_str("kept from the last turn"),
@@ -516,8 +516,38 @@ pub struct MatchedSkill {
     pub name: Arc<str>,
     /// Its BM25 score (0 for pinned skills and dependencies).
     pub score: f32,
-    /// Why it is in: `"matched"`, `"pinned"` or `"dependency"`.
-    pub how: &'static str,
+    /// Why it is in.
+    pub how: SkillMatch,
+}
+
+/// Why a skill contributed to a selection ([`MatchedSkill::how`]). Serialized and displayed in
+/// snake case: `"matched"`, `"pinned"`, `"dependency"`.
+///
+/// ```
+/// use capstore::context::SkillMatch;
+/// assert_eq!(SkillMatch::Dependency.to_string(), "dependency");
+/// assert_eq!(serde_json::to_value(SkillMatch::Matched)?, "matched");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillMatch {
+    /// The turn's query matched it (BM25 over the skills).
+    Matched,
+    /// The policy pins it.
+    Pinned,
+    /// A matched or pinned skill depends on it.
+    Dependency,
+}
+
+impl std::fmt::Display for SkillMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SkillMatch::Matched => "matched",
+            SkillMatch::Pinned => "pinned",
+            SkillMatch::Dependency => "dependency",
+        })
+    }
 }
 
 /// What [`ContextBuilder::select`](super::ContextBuilder::select) returns: the snapshot version
@@ -561,6 +591,22 @@ impl Selection {
     /// ```
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| &*t.key)
+    }
+
+    /// The selected tool with this qualified name, if it was selected.
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, Turn};
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+    /// let s = ContextBuilder::new().select(&store.snapshot(), &Turn::new("weather?"))?;
+    /// assert!(s.get("get_weather").is_some_and(|t| !t.carried()));
+    /// assert!(s.get("nope").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: &str) -> Option<&SelectedTool> {
+        self.tools.iter().find(|t| &*t.key == key)
     }
 
     /// The selected tools by relevance, most relevant first.

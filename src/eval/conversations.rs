@@ -156,7 +156,7 @@ pub struct TurnRun {
     pub turn: usize,
     /// The tools sent, in send order.
     pub sent: Vec<String>,
-    /// Which channel brought each tool sent, in send order: "named by this message", "from
+    /// Which channel brought each tool sent, in send order: "asked for by this message", "from
     /// the conversation", "kept from turn N" (N counts the conversation's turns from 1),
     /// "pinned".
     pub channels: Vec<String>,

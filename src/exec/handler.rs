@@ -227,7 +227,8 @@ impl fmt::Debug for ToolHandler {
     }
 }
 
-/// The declaration of the built-in `handlers` table. Primary key: the tool's qualified name.
+/// The declaration of the built-in `handlers` table. Primary key: the tool's qualified name;
+/// each handler belongs to its tool: written only while the tool is there, removed with it.
 pub(crate) fn schema() -> TableSchema<ToolHandler> {
-    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone())
+    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone()).belongs_to(&crate::tables::TOOLS)
 }

@@ -191,7 +191,9 @@ impl fmt::Debug for HookHandler {
     }
 }
 
-/// The declaration of the built-in `hook_handlers` table. Primary key: the hook's id.
+/// The declaration of the built-in `hook_handlers` table. Primary key: the hook's id; each
+/// handler belongs to its hook: written only while the hook is there, removed with it.
 pub(crate) fn schema() -> TableSchema<HookHandler> {
     TableSchema::new("hook_handlers", |h: &HookHandler| h.hook.clone())
+        .belongs_to(&crate::tables::HOOKS)
 }

@@ -58,8 +58,7 @@ pub use executor::Executor;
 pub use glob::{glob_match, matcher_matches};
 pub use handler::{BoxFuture, HandlerError, ToolHandler};
 pub use hook::{HookContext, HookHandler, HookOutcome};
-pub(crate) use register::delete_handler;
-pub use register::{register_hook, register_tool, remove_hook, remove_tool};
+pub use register::{register, register_hook, register_tool, remove_hook, remove_tool};
 
 pub(crate) use handler::schema as handler_schema;
 pub(crate) use hook::schema as hook_handler_schema;

@@ -10,7 +10,7 @@ use crate::hooks::Hook;
 use crate::skills::{SkillError, unregister_tool};
 use crate::store::{StoreError, WriteTxn};
 use crate::tables::{HANDLERS, HOOK_HANDLERS, HOOKS, TOOLS};
-use crate::tools::Tool;
+use crate::tools::{Registration, Then, Tool};
 
 use super::handler::{HandlerError, ToolHandler};
 use super::hook::{HookContext, HookHandler, HookOutcome};
@@ -48,6 +48,62 @@ where
     })
 }
 
+impl Tool {
+    /// This tool with its handler, for [`register`] or
+    /// [`register_skill`](crate::skills::register_skill): one call writes both, under the
+    /// tool's key written once.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use capstore::exec::register;
+    /// use capstore::{Executor, Store, Tool, ToolCall};
+    /// let store = Store::new();
+    /// store.write(|tx| register(tx, Tool::new("echo", "Echo the input")
+    ///     .with_handler(|args| async move { Ok(args) })))?;
+    /// let out = Executor::new(store).execute(ToolCall::new("1", "echo", serde_json::json!({"a": 1})), &[]).await?;
+    /// assert_eq!(out.output["a"], 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_handler<F, Fut>(self, handler: F) -> Registration
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
+    {
+        let then: Then = Box::new(move |tx: &mut WriteTxn, key: &str| {
+            tx.upsert(&HANDLERS, ToolHandler::new(key, handler))
+                .map(drop)
+        });
+        Registration {
+            tool: self,
+            then: Some(then),
+        }
+    }
+}
+
+/// Adds a tool and, when it comes with one ([`Tool::with_handler`]), its handler inside `tx`,
+/// all or nothing: [`register_tool`]'s rules. Returns the key.
+///
+/// ```
+/// use capstore::exec::register;
+/// use capstore::{Store, Tool, HANDLERS, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| register(tx, Tool::new("ping", "Ping").with_handler(|v| async move { Ok(v) })))?;
+/// assert!(store.snapshot().contains(&HANDLERS, "ping")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn register(tx: &mut WriteTxn, tool: impl Into<Registration>) -> Result<Arc<str>, StoreError> {
+    let (tool, then) = tool.into().into_parts();
+    tx.all_or_nothing(|tx| {
+        let key = tx.insert(&TOOLS, tool)?;
+        if let Some(then) = then {
+            then(tx, &key)?;
+        }
+        Ok(key)
+    })
+}
+
 /// Removes a tool and its handler inside `tx`, all or nothing, by the skills' ownership rule:
 /// refused with [`SkillError::ToolInUse`] while a skill lists the tool (see
 /// [`unregister_tool`]). Returns the removed tool.
@@ -62,21 +118,8 @@ where
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn remove_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {
-    tx.all_or_nothing(|tx| {
-        let tool = unregister_tool(tx, key)?;
-        delete_handler(tx, key)?;
-        Ok(tool)
-    })
-}
-
-/// Deletes the handler of the tool under `key`, if it has one: every path that deletes a tool
-/// calls this, so that no snapshot holds a handler without its tool (a later tool of the same
-/// name would run it).
-pub(crate) fn delete_handler(tx: &mut WriteTxn, key: &str) -> Result<(), StoreError> {
-    if tx.view().contains(&HANDLERS, key)? {
-        tx.delete(&HANDLERS, key)?;
-    }
-    Ok(())
+    // Its handler belongs to it (the `handlers` table's rule): it goes in the same step.
+    unregister_tool(tx, key)
 }
 
 /// Adds `hook` and its handler inside `tx`, all or nothing. Fails with
@@ -128,11 +171,6 @@ where
 /// # Ok::<(), capstore::StoreError>(())
 /// ```
 pub fn remove_hook(tx: &mut WriteTxn, id: &str) -> Result<Arc<Hook>, StoreError> {
-    tx.all_or_nothing(|tx| {
-        let hook = tx.delete(&HOOKS, id)?;
-        if tx.view().contains(&HOOK_HANDLERS, id)? {
-            tx.delete(&HOOK_HANDLERS, id)?;
-        }
-        Ok(hook)
-    })
+    // Its handler belongs to it (the `hook_handlers` table's rule): it goes in the same step.
+    tx.delete(&HOOKS, id)
 }

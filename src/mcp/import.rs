@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use crate::Tool;
-use crate::exec::delete_handler;
 use crate::skills::skills_listing;
 use crate::store::{Store, WriteTxn};
 use crate::tables::TOOLS;
@@ -201,10 +200,9 @@ fn replace_server_tools(
         }
     }
     for key in current.into_keys() {
-        // As `exec::remove_tool` does: the ownership rule (checked for all removals above),
-        // and the tool's handler goes with it, so no snapshot has one without the other.
+        // As `exec::remove_tool` does: the ownership rule (checked for all removals above);
+        // the tool's handler goes with it (the `handlers` table's rule).
         tx.delete(&TOOLS, &key)?;
-        delete_handler(tx, &key)?;
         report.removed.push(key);
     }
     // A first import (or one that only adds, each name once) is one bulk insert: the same

@@ -104,12 +104,12 @@
 //! ```
 //! use capstore::mcp::{import_server, McpError, McpToolList};
 //! use capstore::skills::register_skill;
-//! use capstore::{Skill, Store};
+//! use capstore::{Skill, Store, Tool};
 //!
 //! let store = Store::new();
 //! let v1 = McpToolList::from_json(r#"{"tools": [{"name": "create_issue", "inputSchema": {}}]}"#)?;
 //! import_server(&store, "github", &v1)?;
-//! store.write(|tx| register_skill(tx, Skill::new("triage", "").with_tools(["github/create_issue"]), vec![]))?;
+//! store.write(|tx| register_skill(tx, Skill::new("triage", "").with_tools(["github/create_issue"]), Vec::<Tool>::new()))?;
 //! let before = store.version();
 //! let err = import_server(&store, "github", &McpToolList::default()).unwrap_err();
 //! assert!(matches!(err, McpError::ToolInUse { ref tool, ref skills, .. }

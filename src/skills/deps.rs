@@ -19,12 +19,12 @@ use super::error::SkillError;
 ///
 /// ```
 /// use capstore::skills::{dependency_closure, register_skill};
-/// use capstore::{Skill, Store};
+/// use capstore::{Skill, Store, Tool};
 /// let store = Store::new();
 /// store.write(|tx| {
-///     register_skill(tx, Skill::new("auth", ""), vec![])?;
-///     register_skill(tx, Skill::new("http", "").with_dependencies(["auth"]), vec![])?;
-///     register_skill(tx, Skill::new("github", "").with_dependencies(["http", "auth"]), vec![])
+///     register_skill(tx, Skill::new("auth", ""), Vec::<Tool>::new())?;
+///     register_skill(tx, Skill::new("http", "").with_dependencies(["auth"]), Vec::<Tool>::new())?;
+///     register_skill(tx, Skill::new("github", "").with_dependencies(["http", "auth"]), Vec::<Tool>::new())
 /// })?;
 /// let order = dependency_closure(&store.snapshot(), &["github"])?;
 /// assert_eq!(order, ["auth", "http", "github"]);

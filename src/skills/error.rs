@@ -9,10 +9,10 @@ use crate::store::StoreError;
 ///
 /// ```
 /// use capstore::skills::{register_skill, SkillError};
-/// use capstore::{Skill, Store};
+/// use capstore::{Skill, Store, Tool};
 /// let store = Store::new();
 /// let err = store
-///     .write(|tx| register_skill(tx, Skill::new("deploy", "").with_dependencies(["build"]), vec![]))
+///     .write(|tx| register_skill(tx, Skill::new("deploy", "").with_dependencies(["build"]), Vec::<Tool>::new()))
 ///     .unwrap_err();
 /// assert_eq!(err.to_string(), "skill `deploy` depends on `build`, which is not registered (deploy -> build)");
 /// ```

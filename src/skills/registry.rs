@@ -10,6 +10,7 @@
 
 use crate::store::{Snapshot, StoreError, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
+use crate::tools::Registration;
 use crate::{Skill, Tool};
 
 use super::deps::dependency_closure;
@@ -29,7 +30,9 @@ pub struct Unregistered {
 /// Registers `skill` with the tools it bundles, inside `tx`, all or nothing.
 ///
 /// The bundled tools are added (or, when a tool with the same qualified name exists, replaced
-/// with the new definition and shared: both skills own it). The skill's `tools` list gets the
+/// with the new definition and shared: both skills own it), each with its handler when it
+/// comes with one ([`Tool::with_handler`](crate::Tool::with_handler)); plain [`Tool`]s and
+/// [`Registration`]s mix in one list with `.into()`. The skill's `tools` list gets the
 /// bundled tools' qualified names; any other name it lists must be a registered tool. Its
 /// dependencies must be registered (in the store or earlier in `tx`) and free of cycles. On
 /// error, `tx` is exactly as it was before the call.
@@ -47,11 +50,20 @@ pub struct Unregistered {
 /// assert_eq!(snap.by_index(&TOOLS, "skill", "files")?.count(), 2);
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
-pub fn register_skill(tx: &mut WriteTxn, skill: Skill, tools: Vec<Tool>) -> Result<(), SkillError> {
+pub fn register_skill<T: Into<Registration>>(
+    tx: &mut WriteTxn,
+    skill: Skill,
+    tools: impl IntoIterator<Item = T>,
+) -> Result<(), SkillError> {
+    let tools: Vec<Registration> = tools.into_iter().map(Into::into).collect();
     tx.all_or_nothing(|tx| register_inner(tx, skill, tools))
 }
 
-fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Result<(), SkillError> {
+fn register_inner(
+    tx: &mut WriteTxn,
+    mut skill: Skill,
+    tools: Vec<Registration>,
+) -> Result<(), SkillError> {
     // Validate the skill record first, so a bad skill does not get as far as writing tools.
     skill.validate().map_err(|error| {
         SkillError::Store(crate::StoreError::InvalidRecord {
@@ -67,7 +79,8 @@ fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Resu
         }));
     }
     let mut bundled = Vec::with_capacity(tools.len());
-    for mut tool in tools {
+    for registration in tools {
+        let (mut tool, handler) = registration.into_parts();
         let key = tool.qualified_name();
         let mut owners: Vec<String> = match tx.view().get(&TOOLS, &key)? {
             Some(existing) => existing.skills.clone(),
@@ -81,6 +94,9 @@ fn register_inner(tx: &mut WriteTxn, mut skill: Skill, tools: Vec<Tool>) -> Resu
         owners.shrink_to_fit();
         tool.skills = owners;
         tx.upsert(&TOOLS, tool)?;
+        if let Some(handler) = handler {
+            handler(tx, &key)?;
+        }
         bundled.push(key);
     }
     for listed in &skill.tools {
@@ -161,8 +177,8 @@ fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, Skill
         let key = tool.qualified_name();
         tool.skills.retain(|s| s != name);
         if tool.skills.is_empty() && !listed_by_any_skill(tx.view(), &key)? {
+            // Its handler, if it has one, goes with it (the `handlers` table's rule).
             tx.delete(&TOOLS, &key)?;
-            crate::exec::delete_handler(tx, &key)?;
             removed_tools.push(key);
         } else {
             tx.update(&TOOLS, tool)?;

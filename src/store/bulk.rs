@@ -89,6 +89,22 @@ impl WriteTxn {
     ) -> Result<Vec<Arc<str>>, (usize, StoreError)> {
         let schema = Arc::clone(&self.working.schema);
         let def = schema.check(table).map_err(|e| (0, e))?;
+        if matches!(def.follows, Some((_, FollowOn::Belongs))) {
+            // A table whose rows belong to another's (a tool's handlers): each row checked
+            // against its parent as `insert` does, all or nothing.
+            let mark = self.savepoint();
+            let mut keys = Vec::new();
+            for (at, record) in records.into_iter().enumerate() {
+                match self.insert(table, record) {
+                    Ok(key) => keys.push(key),
+                    Err(e) => {
+                        let _ = self.rollback_to(mark);
+                        return Err((at, e));
+                    }
+                }
+            }
+            return Ok(keys);
+        }
         let rows = records.into_iter().map(|r| Arc::new(r) as Row);
         if rows.size_hint().0 >= TEXT_THREAD_MIN_ROWS {
             self.insert_with_text_thread(def, table.id, rows)

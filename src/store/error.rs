@@ -210,6 +210,17 @@ pub enum StoreError {
     /// [`WriteTxn::rollback_to`](super::WriteTxn::rollback_to) with a savepoint made by another
     /// transaction.
     ForeignSavepoint,
+    /// A row of a table that belongs to another
+    /// ([`TableSchema::belongs_to`](super::TableSchema::belongs_to)) written under a key that
+    /// table does not hold: a handler for a tool that is not there.
+    NoParent {
+        /// The table written.
+        table: Arc<str>,
+        /// The key.
+        key: Arc<str>,
+        /// The table that must hold the key first.
+        parent: Arc<str>,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -235,6 +246,10 @@ impl fmt::Display for StoreError {
                 write!(f, "table `{table}`: record `{key}`: {error}")
             }
             StoreError::UnknownTable { table } => write!(f, "no table named `{table}`"),
+            StoreError::NoParent { table, key, parent } => write!(
+                f,
+                "table `{table}`: key `{key}` is not in `{parent}`, which its rows belong to"
+            ),
             StoreError::TableMismatch { table, reason } => {
                 write!(
                     f,

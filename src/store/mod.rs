@@ -73,7 +73,9 @@ use tokio::sync::{broadcast, watch as tokio_watch};
 pub use changes::{Change, ChangeKind, ChangeSet};
 pub use error::{RecordError, SchemaError, StoreError};
 pub use notify::Subscription;
-pub use schema::{IndexSchema, PRIMARY_INDEX, Record, Table, TableSchema, TextFields, TextSchema};
+pub use schema::{
+    Index, IndexSchema, PRIMARY_INDEX, Record, Table, TableSchema, TextFields, TextSchema,
+};
 pub(crate) use snapshot::{Entry, RowLookup};
 pub use snapshot::{IndexValues, Rows, Scored, Snapshot};
 pub use txn::{CommitInfo, Savepoint, WriteTxn};

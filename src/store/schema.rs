@@ -69,6 +69,9 @@ pub(crate) enum FollowOn {
     Writes,
     /// Only the parent row's deletion: the row is about the parent, whatever its contents.
     Removals,
+    /// Only the parent row's deletion, and a row may only be written under a key the parent
+    /// holds ([`TableSchema::belongs_to`]).
+    Belongs,
 }
 
 impl<R: Record> TableSchema<R> {
@@ -189,6 +192,33 @@ impl<R: Record> TableSchema<R> {
     /// ```
     pub fn follows_removals<P: Record>(mut self, parent: &super::Table<P>) -> Self {
         self.follows = Some((parent.id, parent.schema, FollowOn::Removals));
+        self
+    }
+
+    /// Makes each row of this table belong to the row of `parent` with the same key: a row
+    /// may only be written under a key `parent` holds at that point of the transaction
+    /// ([`StoreError::NoParent`](super::StoreError::NoParent) otherwise, the transaction's
+    /// earlier writes kept), and deleting the parent row deletes it in the same step (replacing
+    /// the parent row leaves it). For what only makes sense with its parent: a tool's handler.
+    ///
+    /// ```
+    /// use capstore::store::{StoreBuilder, StoreError, TableSchema};
+    /// let mut builder = StoreBuilder::new();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &(String, String)| n.0.clone()))?;
+    /// let pins = builder.table(TableSchema::new("pins", |p: &String| p.clone()).belongs_to(&notes))?;
+    /// let store = builder.build();
+    /// let err = store.write(|tx| tx.insert(&pins, "a".to_string())).unwrap_err();
+    /// assert!(matches!(err, StoreError::NoParent { .. }));
+    /// store.write(|tx| {
+    ///     tx.insert(&notes, ("a".into(), "hello".into()))?;
+    ///     tx.insert(&pins, "a".to_string())
+    /// })?;
+    /// store.write(|tx| tx.delete(&notes, "a").map(drop))?;
+    /// assert!(store.snapshot().get(&pins, "a")?.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn belongs_to<P: Record>(mut self, parent: &super::Table<P>) -> Self {
+        self.follows = Some((parent.id, parent.schema, FollowOn::Belongs));
         self
     }
 
@@ -613,6 +643,81 @@ impl<R> fmt::Debug for Table<R> {
         f.debug_struct("Table")
             .field("id", &self.id)
             .field("record", &std::any::type_name::<R>())
+            .finish()
+    }
+}
+
+/// A typed handle to one secondary index of a table: the table's handle and the index's name,
+/// checked by the compiler where a string would be checked at run time. The built-in indexes
+/// have constants ([`TOOLS_BY_SOURCE`](crate::TOOLS_BY_SOURCE), ...); for a table of your own,
+/// make one with [`Index::new`] beside its [`Table`]. Read with
+/// [`Snapshot::by`](super::Snapshot::by) and [`Snapshot::count_by`](super::Snapshot::count_by).
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS, TOOLS_BY_SOURCE};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("search", "Search code").with_source("github")))?;
+/// let snap = store.snapshot();
+/// let keys: Vec<&str> = snap.by(&TOOLS_BY_SOURCE, "github")?.keys().map(|k| &**k).collect();
+/// assert_eq!(keys, ["github/search"]);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub struct Index<R> {
+    pub(crate) table: Table<R>,
+    pub(crate) name: &'static str,
+}
+
+impl<R> Index<R> {
+    /// The index `name` of `table` (checked against the store's schema when read: a name the
+    /// table does not declare is [`StoreError::UnknownIndex`](super::StoreError::UnknownIndex)).
+    ///
+    /// ```
+    /// use capstore::store::{Index, IndexSchema, StoreBuilder, TableSchema};
+    /// let mut builder = StoreBuilder::new();
+    /// let notes = builder.table(TableSchema::new("notes", |n: &(String, String)| n.0.clone())
+    ///     .index(IndexSchema::single("author", |n: &(String, String)| Some(n.1.clone()))))?;
+    /// let by_author = Index::new(notes, "author");
+    /// let store = builder.build();
+    /// store.write(|tx| tx.insert(&notes, ("n1".into(), "ana".into())))?;
+    /// assert_eq!(store.snapshot().count_by(&by_author, "ana")?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn new(table: Table<R>, name: &'static str) -> Self {
+        Index { table, name }
+    }
+
+    /// The table it indexes.
+    ///
+    /// ```
+    /// assert_eq!(capstore::TOOLS_BY_TAG.name(), "tags");
+    /// # let _ = capstore::TOOLS_BY_TAG.table();
+    /// ```
+    pub const fn table(&self) -> Table<R> {
+        self.table
+    }
+
+    /// Its name in the table's schema.
+    ///
+    /// ```
+    /// assert_eq!(capstore::SKILLS_BY_CATEGORY.name(), "category");
+    /// ```
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<R> Clone for Index<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for Index<R> {}
+
+impl<R> fmt::Debug for Index<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Index")
+            .field("table", &self.table)
+            .field("name", &self.name)
             .finish()
     }
 }

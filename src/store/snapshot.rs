@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::bm25::{Bm25Index, Explanation};
 
 use super::error::StoreError;
-use super::schema::{BUILTIN_SCHEMA, Record, Row, Table, TableDef};
+use super::schema::{BUILTIN_SCHEMA, Index, Record, Row, Table, TableDef};
 use super::table::TableState;
 
 /// The declared tables of one store, shared by all its snapshots.
@@ -484,6 +484,34 @@ impl Snapshot {
                 ))
             }
         }
+    }
+
+    /// The records carrying `value` in the index `index` names: [`by_index`](Self::by_index)
+    /// with a typed handle.
+    ///
+    /// ```
+    /// use capstore::{Store, Tool, TOOLS, TOOLS_BY_TAG};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("fetch", "Fetch a page").with_tags(["web"])))?;
+    /// assert_eq!(store.snapshot().by(&TOOLS_BY_TAG, "web")?.count(), 1);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn by<R: Record>(&self, index: &Index<R>, value: &str) -> Result<Rows<'_, R>, StoreError> {
+        self.by_index(&index.table, index.name, value)
+    }
+
+    /// How many records carry `value` in the index `index` names:
+    /// [`count_by_index`](Self::count_by_index) with a typed handle.
+    ///
+    /// ```
+    /// use capstore::{Hook, HookEvent, Store, HOOKS, HOOKS_BY_EVENT};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PostToolUse, "*")))?;
+    /// assert_eq!(store.snapshot().count_by(&HOOKS_BY_EVENT, "post-tool-use")?, 1);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn count_by<R: Record>(&self, index: &Index<R>, value: &str) -> Result<usize, StoreError> {
+        self.count_by_index(&index.table, index.name, value)
     }
 
     /// The first record (in primary-key order) carrying `value` in `index`; for a unique index,

@@ -343,8 +343,17 @@ impl WriteTxn {
     ) -> Result<(Arc<str>, Option<Row>), StoreError> {
         let schema = Arc::clone(&self.working.schema);
         let def = schema.check(table)?;
+        let prepared = self.working.tables[table.id].prepare(def, Arc::new(record))?;
+        if let Some((parent, FollowOn::Belongs)) = def.follows
+            && !self.working.tables[parent].rows.contains_key(&prepared.key)
+        {
+            return Err(StoreError::NoParent {
+                table: def.name.clone(),
+                key: prepared.key,
+                parent: schema.tables[parent].name.clone(),
+            });
+        }
         let state = &mut self.working.tables[table.id];
-        let prepared = state.prepare(def, Arc::new(record))?;
         let exists = state.rows.contains_key(&prepared.key);
         match (mode, exists) {
             (Mode::Insert, true) => {
@@ -378,7 +387,9 @@ impl WriteTxn {
         let schema = Arc::clone(&self.working.schema);
         for (id, def) in schema.tables.iter().enumerate() {
             let follows = match def.follows {
-                Some((of, on)) => of == parent && (event == FollowOn::Removals || on == event),
+                Some((of, on)) => {
+                    of == parent && (event == FollowOn::Removals || on == FollowOn::Writes)
+                }
                 None => false,
             };
             if follows && let Some(old) = self.working.tables[id].remove(def, key) {

@@ -28,6 +28,7 @@
 mod compact;
 mod names;
 mod record;
+mod registration;
 mod schema;
 mod text;
 mod visit;
@@ -38,6 +39,8 @@ pub use names::{
     check_tool_name, export_names, is_provider_safe, name_counts, sanitize,
 };
 pub use record::{Tool, check_label};
+pub use registration::Registration;
+pub(crate) use registration::Then;
 pub use schema::InputSchema;
 pub use text::{
     DEFAULT_NAME_WEIGHT, DEFAULT_PARAM_DOCS_WEIGHT, TOOL_TEXT_FIELDS, ToolTextOptions, tool_text,

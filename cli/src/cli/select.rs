@@ -4,7 +4,9 @@ use std::time::Instant;
 
 use capstore::TOOLS;
 use capstore::bm25::Explanation;
-use capstore::context::{ContextBuilder, Reason, Selection, Shape, Turn, estimate_tokens};
+use capstore::context::{
+    ContextBuilder, Reason, Selection, Shape, SkillMatch, Turn, estimate_tokens,
+};
 use capstore::provider::{Provider, ToolExport, ToolSearch};
 
 use super::args::{Args, SourceArgs, count, unknown};
@@ -192,7 +194,7 @@ fn print_table(
             .skills
             .iter()
             .map(|s| match s.how {
-                "matched" => format!("{} ({:.2})", s.name, s.score),
+                SkillMatch::Matched => format!("{} ({:.2})", s.name, s.score),
                 how => format!("{} ({how})", s.name),
             })
             .collect();

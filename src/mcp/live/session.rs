@@ -23,7 +23,7 @@ use crate::exec::HandlerError;
 use crate::mcp::config::{ServerConfig, ServerTransport};
 use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
 use crate::store::{Store, StoreError};
-use crate::tables::HANDLERS;
+use crate::tables::{HANDLERS, TOOLS};
 
 use super::error::{CallError, LiveError};
 use super::quarantine::{HeldTool, Quarantine, Verdict};
@@ -333,7 +333,8 @@ impl Session {
             let mut added = false;
             for tool in list.tools() {
                 let key = format!("{}/{}", self.name, tool.name);
-                if !tx.view().contains(&HANDLERS, &key)? {
+                // A handler belongs to its tool: only for the tools the import holds.
+                if tx.view().contains(&TOOLS, &key)? && !tx.view().contains(&HANDLERS, &key)? {
                     tx.upsert(&HANDLERS, self.handler(&key, &tool.name))?;
                     added = true;
                 }
