@@ -3,6 +3,10 @@
 //! any model: each turn, select tools, call the model, execute its tool calls, repeat until it
 //! answers or a step limit is hit.
 //!
+//! A program that calls its model itself drives a conversation with [`Chat`] instead: one call
+//! selects a turn's tools, one runs each tool call, and what a turn must remember is recorded
+//! on the way.
+//!
 //! Around the loop:
 //! - **Approval** ([`Approvals`], [`ApprovalPolicy`]): calls to tools that delete, pay or send
 //!   wait for a person ([`Agent::run_turn`]), or suspend the turn as data until the decisions
@@ -48,12 +52,14 @@
 //! ```
 
 mod approval;
+mod chat;
 mod model;
 mod record;
 mod run;
 mod suspend;
 
 pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision, Ticket};
+pub use chat::{Chat, ChatTurn};
 pub use model::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
 };

@@ -1,0 +1,286 @@
+//! [`Chat`]: one conversation's turns for a program that talks to its model itself. One call
+//! selects a turn's tools, one call runs each tool call the model makes; everything a turn must
+//! remember (what was sent, what was called, what the store learns from it) is recorded on the
+//! way.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::context::{ContextBuilder, Conversation, Selection};
+use crate::exec::{Executor, ToolCall, ToolOutput};
+use crate::provider::{Provider, ToolExport};
+use crate::store::Store;
+use crate::usage::{UsageRecorder, learn};
+
+/// One conversation with a model your program calls itself: [`turn`](Self::turn) selects the
+/// turn's tools and gives their definitions in the provider's shape, [`call`](Self::call) runs
+/// each tool call the model makes (by the name the model saw) through the
+/// [`Executor`], and [`finish`](Self::finish) ends the conversation's last turn.
+///
+/// On the way it does what a turn wired by hand must not forget: the conversation remembers
+/// what each turn sent and what the model called (the next turn's history, recent tools and
+/// carried list); the calls are checked against the turn's selection (the executor's
+/// [policy](crate::UnselectedCallPolicy)); and each finished turn's calls are counted into the
+/// store's [usage](crate::usage) (turn it off with [`with_learning`](Self::with_learning)).
+/// The steps underneath ([`ContextBuilder::select`], [`Conversation::record_selection`],
+/// [`ToolExport::resolve`], [`Executor::execute`], [`Conversation::record_tool_use`],
+/// [`learn`]) stay public for programs that need them apart.
+///
+/// [`Agent`](super::Agent) is the same with the model inside the loop.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> capstore::Result<()> {
+/// use capstore::agent::Chat;
+/// use capstore::exec::register;
+/// use capstore::{Store, Tool};
+/// use serde_json::json;
+///
+/// let store = Store::new();
+/// store.update(|tx| {
+///     register(tx, Tool::new("get_weather", "Weather forecast for a city")
+///         .with_handler(|args| async move { Ok(json!(format!("sunny in {}", args["city"]))) }))?;
+///     Ok(())
+/// })?;
+///
+/// let mut chat = Chat::new(store);
+/// let turn = chat.turn("what is the weather in Oslo?")?;
+/// // Send `turn.tools` to the model; it answers with a call by the name it saw.
+/// let name = turn.tools[0]["function"]["name"].as_str().unwrap_or_default().to_string();
+/// let out = chat.call(&name, json!({"city": "Oslo"})).await?;
+/// assert_eq!(out.output, json!("sunny in \"Oslo\""));
+/// chat.finish()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Chat {
+    store: Store,
+    builder: ContextBuilder,
+    executor: Executor,
+    provider: Provider,
+    learn: bool,
+    conversation: Conversation,
+    usage: UsageRecorder,
+    /// The turn under way: its selection, the export names its tools were sent under, and the
+    /// selected keys the executor checks calls against.
+    current: Option<Current>,
+    turns: u64,
+    calls: u64,
+}
+
+#[derive(Debug)]
+struct Current {
+    selection: Arc<Selection>,
+    export: Arc<ToolExport>,
+    selected: Vec<String>,
+}
+
+/// What [`Chat::turn`] gives for a turn: the tool definitions to send and why each was chosen.
+#[derive(Debug, Clone)]
+pub struct ChatTurn {
+    /// The tools chosen, in send order, each with its reasons (`Display` says them).
+    pub selection: Arc<Selection>,
+    /// Their definitions in the chat's [provider](Chat::with_provider)'s shape, in the same
+    /// order, under the names the model must call them by.
+    pub tools: Vec<Value>,
+}
+
+impl Chat {
+    /// A conversation over `store` with the default [`ContextBuilder`], an [`Executor`] over the
+    /// same store with its default policy, OpenAI chat's shape, learning on.
+    ///
+    /// ```
+    /// let chat = capstore::agent::Chat::new(capstore::Store::new());
+    /// assert!(chat.selection().is_none());
+    /// ```
+    pub fn new(store: Store) -> Self {
+        Chat {
+            builder: ContextBuilder::new(),
+            executor: Executor::new(store.clone()),
+            store,
+            provider: Provider::OpenAiChat,
+            learn: true,
+            conversation: Conversation::new(),
+            usage: UsageRecorder::new(),
+            current: None,
+            turns: 0,
+            calls: 0,
+        }
+    }
+
+    /// This chat selecting with `builder` (a policy, an embedder).
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, SelectionPolicy};
+    /// let policy = SelectionPolicy { max_tools: 5, ..SelectionPolicy::default() };
+    /// let chat = capstore::agent::Chat::new(capstore::Store::new())
+    ///     .with_builder(ContextBuilder::with_policy(policy)?);
+    /// # let _ = chat;
+    /// # Ok::<(), capstore::Error>(())
+    /// ```
+    pub fn with_builder(mut self, builder: ContextBuilder) -> Self {
+        self.builder = builder;
+        self
+    }
+
+    /// This chat running calls through `executor` (its policy for calls outside the turn's
+    /// selection, its event bus). It should run over the chat's store: a call is resolved
+    /// against the chat's store and run against the executor's.
+    ///
+    /// ```
+    /// use capstore::{Executor, Store, UnselectedCallPolicy};
+    /// let store = Store::new();
+    /// let chat = capstore::agent::Chat::new(store.clone())
+    ///     .with_executor(Executor::new(store).with_policy(UnselectedCallPolicy::Deny));
+    /// # let _ = chat;
+    /// ```
+    pub fn with_executor(mut self, executor: Executor) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    /// This chat giving definitions in `provider`'s shape.
+    ///
+    /// ```
+    /// use capstore::provider::Provider;
+    /// let chat = capstore::agent::Chat::new(capstore::Store::new()).with_provider(Provider::Anthropic);
+    /// # let _ = chat;
+    /// ```
+    pub fn with_provider(mut self, provider: Provider) -> Self {
+        self.provider = provider;
+        self
+    }
+
+    /// Whether each finished turn's calls are counted into the store's
+    /// [usage](crate::usage) (on by default), so that later selections bring the tools that
+    /// go together.
+    ///
+    /// ```
+    /// let chat = capstore::agent::Chat::new(capstore::Store::new()).with_learning(false);
+    /// # let _ = chat;
+    /// ```
+    pub fn with_learning(mut self, learn: bool) -> Self {
+        self.learn = learn;
+        self
+    }
+
+    /// Starts a turn for the user's `message`: ends the turn before it (as
+    /// [`finish`](Self::finish) does), selects the tools from the store's current snapshot
+    /// with the conversation so far, and remembers what it sends. Tools the executor keeps
+    /// for the conversation ([`Executor::kept_tools`]) are part of it.
+    ///
+    /// Errors: the store or the selection failed (a bad embedder, say); the conversation is
+    /// then as it was before the call, and the previous turn ended.
+    ///
+    /// See the [type's example](Self).
+    pub fn turn(&mut self, message: &str) -> crate::Result<ChatTurn> {
+        self.finish()?;
+        let snapshot = self.store.snapshot();
+        let mut next = self.conversation.clone();
+        let mut turn = next.next_turn(message);
+        for kept in self.executor.kept_tools() {
+            if !turn.discovered.contains(&kept) {
+                turn.discovered.push(kept);
+            }
+        }
+        let selection = Arc::new(self.builder.select(&snapshot, &turn)?);
+        let export = match &self.current {
+            Some(current) if current.export.version() == snapshot.version() => {
+                Arc::clone(&current.export)
+            }
+            _ => Arc::new(ToolExport::for_snapshot(&snapshot)?),
+        };
+        next.record_selection(&selection);
+        self.conversation = next;
+        // The tools the turn sent for reasons of its own: what its calls are read against.
+        self.usage.sent(
+            selection
+                .tools
+                .iter()
+                .filter(|t| !t.carried())
+                .map(|t| &*t.key),
+        );
+        self.turns += 1;
+        self.calls = 0;
+        let tools = export.selection_json(self.provider, &selection);
+        self.current = Some(Current {
+            selected: selection.keys().map(str::to_string).collect(),
+            selection: Arc::clone(&selection),
+            export,
+        });
+        Ok(ChatTurn { selection, tools })
+    }
+
+    /// Runs the model's call of the tool it knows as `name` (the name in the turn's
+    /// definitions; a qualified name is taken as it is) with `arguments`, through the
+    /// executor, checked against the turn's selection. A call that succeeds is remembered:
+    /// the tool is recent for the next turns, and counted with the turn's calls.
+    ///
+    /// Errors: what the executor says ([`ExecError`](crate::ExecError): an unknown tool, a
+    /// call outside the selection under a denying policy, a hook that denied it, the handler's
+    /// own error, a timeout). A failed call is not remembered. Before any
+    /// [`turn`](Self::turn), a call is checked against an empty selection.
+    ///
+    /// See the [type's example](Self).
+    pub async fn call(&mut self, name: &str, arguments: Value) -> crate::Result<ToolOutput> {
+        let (key, selected) = match &self.current {
+            Some(current) => (
+                current.export.resolve(name).unwrap_or(name).to_string(),
+                current.selected.as_slice(),
+            ),
+            None => (name.to_string(), &[][..]),
+        };
+        self.calls += 1;
+        let id = format!("turn{}-call{}", self.turns, self.calls);
+        let out = self
+            .executor
+            .execute(ToolCall::new(id, key, arguments), selected)
+            .await?;
+        self.conversation.record_tool_use(out.tool.clone());
+        self.usage.called(&out.tool);
+        Ok(out)
+    }
+
+    /// Ends the turn under way for learning: counts the tools it sent and called into the
+    /// store's usage (when the chat learns). [`turn`](Self::turn) does it for the turn before;
+    /// call this after the conversation's last turn. Calling it twice counts once.
+    ///
+    /// Errors: the store refused the write; the turn's counts are then dropped, the store as
+    /// it was.
+    ///
+    /// See the [type's example](Self).
+    pub fn finish(&mut self) -> crate::Result<()> {
+        let turn = self.usage.finish_turn();
+        if self.learn && !turn.is_empty() {
+            self.store.write(|tx| learn(tx, &turn))?;
+        }
+        Ok(())
+    }
+
+    /// The selection of the turn under way, if a turn started.
+    ///
+    /// ```
+    /// let mut chat = capstore::agent::Chat::new(capstore::Store::new());
+    /// chat.turn("hello")?;
+    /// assert!(chat.selection().is_some_and(|s| s.tools.is_empty()));
+    /// # Ok::<(), capstore::Error>(())
+    /// ```
+    pub fn selection(&self) -> Option<&Selection> {
+        self.current.as_ref().map(|c| &*c.selection)
+    }
+
+    /// The conversation so far (history, recent tools, the last list), as the next turn's
+    /// selection reads it.
+    ///
+    /// ```
+    /// let mut chat = capstore::agent::Chat::new(capstore::Store::new());
+    /// chat.turn("hello")?;
+    /// assert_eq!(chat.conversation().clone().next_turn("again").history, ["hello"]);
+    /// # Ok::<(), capstore::Error>(())
+    /// ```
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
+    }
+}
