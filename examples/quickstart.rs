@@ -4,18 +4,18 @@
 //! Run with `cargo run --release --example quickstart` (optionally followed by a message).
 
 use capstore::context::{ContextBuilder, Turn};
-use capstore::{Store, TOOLS, Tool};
+use capstore::{Store, TOOLS, TOOLS_BY_SOURCE, TOOLS_BY_TAG, Tool};
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::new();
 
     // One transaction: all of these become visible together, as version 1.
-    let info = store.write(|tx| {
+    let info = store.update(|tx| {
         for tool in catalog() {
             tx.insert(&TOOLS, tool)?;
         }
-        Ok::<_, capstore::StoreError>(())
+        Ok(())
     })?;
     println!(
         "registered {} tools as version {}",
@@ -26,14 +26,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let snap = store.snapshot();
     for source in ["fs", "github", "web"] {
         let names: Vec<&str> = snap
-            .by_index(&TOOLS, "source", source)?
+            .by(&TOOLS_BY_SOURCE, source)?
             .map(|(key, _)| &**key)
             .collect();
         println!("source {source:>7}: {}", names.join(", "));
     }
     for tag in ["read-only", "search"] {
         let names: Vec<&str> = snap
-            .by_index(&TOOLS, "tags", tag)?
+            .by(&TOOLS_BY_TAG, tag)?
             .map(|(key, _)| &**key)
             .collect();
         println!("tag {tag:>9}: {}", names.join(", "));
