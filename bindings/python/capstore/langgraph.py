@@ -45,6 +45,7 @@ def tool_definition(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
 
 
 def _tool_name(tool: BaseTool | Callable[..., Any]) -> str:
+    """The name a LangChain tool (or a plain function) is called by."""
     name = getattr(tool, "name", None)
     return name if isinstance(name, str) else tool.__name__
 
@@ -59,6 +60,7 @@ def store_from_tools(
 
 
 def _text(message: BaseMessage) -> str:
+    """A message's text: its content, or the text blocks of a multi-part content."""
     content = message.content
     if isinstance(content, str):
         return content
