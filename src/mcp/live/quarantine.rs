@@ -318,7 +318,8 @@ enum Backend {
         path: Arc<PathBuf>,
         inner: Arc<Mutex<(TrustState, Option<SystemTime>)>>,
     },
-    /// A state shared with other processes.
+    /// A state shared with other processes (made by `sync`, feature `postgres`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Shared(Arc<dyn TrustBackend>),
 }
 
@@ -380,7 +381,9 @@ impl Quarantine {
         }
     }
 
-    /// A quarantine whose state `backend` keeps (shared with other processes).
+    /// A quarantine whose state `backend` keeps (shared with other processes); `sync`'s
+    /// (feature `postgres`) only.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn shared(backend: Arc<dyn TrustBackend>, hold_new_tools: bool) -> Self {
         Quarantine {
             hold_new_tools,

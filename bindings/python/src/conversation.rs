@@ -1,0 +1,109 @@
+//! `capstore.Conversation`: the library's `context::Conversation` (earlier messages, tools
+//! used, the list carried across turns) over one store and one set of settings.
+
+use std::sync::{Arc, Mutex};
+
+use capstore::context;
+use capstore::provider::Provider;
+use pyo3::prelude::*;
+
+use crate::errors;
+use crate::options::{Settings, provider_name};
+use crate::selection::{Made, Selection};
+use crate::store::{Inner, lock};
+
+/// A multi-turn conversation over a store (`Store.conversation(...)`): `select` each user
+/// message in turn and `record_tool_use` each tool the model calls.
+///
+/// The tool list is carried across turns: the last turn's tools keep their place and the
+/// tools a new message needs are appended, so that the request's prefix (and the provider's
+/// prompt cache) survives; a list grown past `max_tools` is re-packed once, the stalest tools
+/// out first. Each selected tool says which channel brought it (this message, the
+/// conversation, a companion, kept from an earlier turn, pinned).
+#[pyclass(frozen, module = "capstore._native")]
+pub(crate) struct Conversation {
+    inner: Arc<Inner>,
+    settings: Settings,
+    provider: Provider,
+    state: Mutex<context::Conversation>,
+}
+
+impl Conversation {
+    pub(crate) fn new(inner: Arc<Inner>, settings: Settings, provider: Provider) -> Conversation {
+        Conversation {
+            inner,
+            settings,
+            provider,
+            state: Mutex::new(context::Conversation::new()),
+        }
+    }
+}
+
+#[pymethods]
+impl Conversation {
+    /// The tools to send for the next user message, read with the conversation so far; the
+    /// selection is remembered for the next turn's list. Releases the GIL.
+    fn select(&self, py: Python<'_>, message: String) -> PyResult<Selection> {
+        let made = py.detach(|| -> PyResult<Made> {
+            let builder = self.inner.builder(&self.settings)?;
+            self.inner.prepare(&self.settings)?;
+            let snapshot = self.inner.store.snapshot();
+            // One turn at a time: the next turn reads what this one recorded.
+            let mut state = lock(&self.state);
+            let turn = state.next_turn(message);
+            let selection = builder.select(&snapshot, &turn).map_err(errors::select)?;
+            state.record_selection(&selection);
+            drop(state);
+            let export = self.inner.export(&snapshot)?;
+            Ok(Made::new(selection, &export, self.provider))
+        })?;
+        Ok(made.into_py())
+    }
+
+    /// Remembers that the model called the tool `name`: the name it was sent under (the
+    /// exported name, as in the model's tool call) or its qualified name. A tool called is
+    /// recent, and fresh again in the carried list. Raises `ToolNotFoundError` for a name that
+    /// is no tool of the store.
+    fn record_tool_use(&self, name: &str) -> PyResult<()> {
+        let key = self.inner.resolve(name)?;
+        lock(&self.state).record_tool_use(key);
+        Ok(())
+    }
+
+    /// Remembers tools the model found with a tool search (qualified or exported names), so
+    /// that they stay selected from the next turn on.
+    fn record_discovered(&self, names: Vec<String>) -> PyResult<()> {
+        let keys = names
+            .iter()
+            .map(|name| self.inner.resolve(name))
+            .collect::<PyResult<Vec<String>>>()?;
+        lock(&self.state).record_discovered(keys);
+        Ok(())
+    }
+
+    /// The provider whose shape the definitions are in.
+    #[getter]
+    fn provider(&self) -> &'static str {
+        provider_name(self.provider)
+    }
+
+    /// The conversation's state (earlier messages, tools used, the carried list) as JSON
+    /// text, to keep it and resume it elsewhere with `Conversation.restore`.
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string(&*lock(&self.state))
+            .map_err(|e| errors::CapstoreError::new_err(e.to_string()))
+    }
+
+    /// Puts back a state `to_json` gave.
+    fn restore(&self, state: &str) -> PyResult<()> {
+        let restored: context::Conversation = serde_json::from_str(state)
+            .map_err(|e| errors::CapstoreError::new_err(format!("conversation state: {e}")))?;
+        *lock(&self.state) = restored;
+        Ok(())
+    }
+
+    /// The provider.
+    fn __repr__(&self) -> String {
+        format!("Conversation(provider={:?})", provider_name(self.provider))
+    }
+}

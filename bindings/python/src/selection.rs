@@ -1,0 +1,293 @@
+//! `Selection` and `SelectedTool`: a library `Selection` as Python sees it. The definitions are
+//! `ToolExport::selection_json`'s, the reasons `Reason`'s `Display`, the channel `Channel`'s.
+//! The selection itself is made without the GIL; the Python objects (definitions as dicts,
+//! `SelectedTool`s with their reasons) are made the first time they are asked for, so that a
+//! caller who needs only the names pays for no dicts.
+
+use std::sync::Arc;
+
+use capstore::context;
+use capstore::provider::{Provider, ToolExport};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyList;
+
+use crate::options::provider_name;
+
+/// One tool of a selection: its definition in the provider's shape, and why it was chosen.
+#[pyclass(frozen, module = "capstore._native")]
+pub(crate) struct SelectedTool {
+    /// The qualified name (`source/name`), the store's key.
+    #[pyo3(get)]
+    name: String,
+    /// The provider-safe name the model sees and calls it by (`definition`'s name).
+    #[pyo3(get)]
+    export_name: String,
+    /// The definition, a dict in the provider's shape.
+    #[pyo3(get)]
+    definition: Py<PyAny>,
+    /// Why it was selected, strongest first, as sentences (the library's `Reason`).
+    #[pyo3(get)]
+    reasons: Vec<String>,
+    /// The channel that brought it, as a phrase: "asked for by this message", "from the
+    /// conversation", "brought by a tool it goes with", "kept from the last turn", "pinned".
+    #[pyo3(get)]
+    channel: String,
+    /// The channel's kind: "message", "conversation", "companion", "kept", "pinned" or "all".
+    #[pyo3(get)]
+    channel_kind: String,
+    /// Its position by relevance (0: the most relevant), whatever the send order.
+    #[pyo3(get)]
+    rank: usize,
+    /// The relevance it was ranked by.
+    #[pyo3(get)]
+    score: f32,
+    /// Estimated tokens of its definition.
+    #[pyo3(get)]
+    tokens: usize,
+}
+
+#[pymethods]
+impl SelectedTool {
+    /// The name, channel and reasons.
+    fn __repr__(&self) -> String {
+        format!(
+            "SelectedTool(name={:?}, channel={:?}, reasons={:?})",
+            self.name, self.channel_kind, self.reasons
+        )
+    }
+}
+
+/// The tools to send for one turn, in send order, with their definitions in the provider's
+/// shape and the reasons for each.
+///
+/// `definitions` is the `tools` array of the provider's request; iterating gives the
+/// `SelectedTool`s. The Python objects are made when first asked for.
+#[pyclass(frozen, module = "capstore._native")]
+pub(crate) struct Selection {
+    made: Made,
+    definitions: PyOnceLock<Vec<Py<PyAny>>>,
+    tools: PyOnceLock<Vec<Py<SelectedTool>>>,
+}
+
+impl Selection {
+    fn definition_objects(&self, py: Python<'_>) -> PyResult<&Vec<Py<PyAny>>> {
+        self.definitions.get_or_try_init(py, || {
+            self.made
+                .export
+                .selection_json(self.made.provider, &self.made.selection)
+                .iter()
+                .map(|definition| {
+                    pythonize::pythonize(py, definition)
+                        .map(Bound::unbind)
+                        .map_err(|e| crate::errors::CapstoreError::new_err(e.to_string()))
+                })
+                .collect()
+        })
+    }
+
+    fn tool_objects(&self, py: Python<'_>) -> PyResult<&Vec<Py<SelectedTool>>> {
+        self.tools.get_or_try_init(py, || {
+            let definitions = self.definition_objects(py)?;
+            self.made
+                .selection
+                .tools
+                .iter()
+                .zip(definitions)
+                .map(|(tool, definition)| {
+                    Py::new(
+                        py,
+                        SelectedTool {
+                            name: tool.key.to_string(),
+                            export_name: self.made.export_name(tool),
+                            definition: definition.clone_ref(py),
+                            reasons: tool.reasons.iter().map(ToString::to_string).collect(),
+                            channel: tool.channel.to_string(),
+                            channel_kind: channel_kind(&tool.channel).to_string(),
+                            rank: tool.rank,
+                            score: tool.score,
+                            tokens: tool.tokens,
+                        },
+                    )
+                })
+                .collect()
+        })
+    }
+}
+
+#[pymethods]
+impl Selection {
+    /// The selected tools (`SelectedTool`: definition, reasons, channel), in send order.
+    #[getter]
+    fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.tool_objects(py)?)
+    }
+
+    /// The tool definitions in the provider's shape, in send order: the request's `tools`.
+    #[getter]
+    fn definitions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.definition_objects(py)?)
+    }
+
+    /// The selected tools' qualified names, in send order.
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.made.selection.keys().map(str::to_string).collect()
+    }
+
+    /// The names the model sees (the definitions' names), in send order.
+    #[getter]
+    fn export_names(&self) -> Vec<String> {
+        self.made
+            .selection
+            .tools
+            .iter()
+            .map(|tool| self.made.export_name(tool))
+            .collect()
+    }
+
+    /// The provider whose shape the definitions are in.
+    #[getter]
+    fn provider(&self) -> &'static str {
+        provider_name(self.made.provider)
+    }
+
+    /// Estimated tokens of all the definitions.
+    #[getter]
+    fn tokens(&self) -> usize {
+        self.made.selection.tokens
+    }
+
+    /// The store version the selection read.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.made.selection.version
+    }
+
+    /// True when nothing matched and the policy's no-match rule applied.
+    #[getter]
+    fn no_match(&self) -> bool {
+        self.made.selection.no_match
+    }
+
+    /// The skills that contributed.
+    #[getter]
+    fn skills(&self) -> Vec<String> {
+        self.made
+            .selection
+            .skills
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect()
+    }
+
+    /// Near misses: `(name, why it was not sent)`.
+    #[getter]
+    fn dropped(&self) -> Vec<(String, String)> {
+        self.made
+            .selection
+            .dropped
+            .iter()
+            .map(|d| (d.key.to_string(), d.reason.to_string()))
+            .collect()
+    }
+
+    /// One line per tool: its exported name, the channel that brought it, and its reasons.
+    fn explain(&self) -> String {
+        self.made
+            .selection
+            .tools
+            .iter()
+            .map(|tool| {
+                let reasons: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
+                format!(
+                    "{:<32} {}: {}",
+                    self.made.export_name(tool),
+                    tool.channel,
+                    reasons.join("; ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// How many tools were selected.
+    fn __len__(&self) -> usize {
+        self.made.selection.tools.len()
+    }
+
+    /// The `SelectedTool`s, in send order.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.tools(py)?.into_any().try_iter()?.into_any())
+    }
+
+    /// Whether a tool (qualified or exported name) was selected.
+    fn __contains__(&self, name: &str) -> bool {
+        self.made
+            .selection
+            .tools
+            .iter()
+            .any(|tool| &*tool.key == name || self.made.export_name(tool) == name)
+    }
+
+    /// The exported names, tokens and provider.
+    fn __repr__(&self) -> String {
+        format!(
+            "Selection(names={:?}, tokens={}, provider={:?})",
+            self.export_names(),
+            self.made.selection.tokens,
+            provider_name(self.made.provider)
+        )
+    }
+}
+
+/// A library selection, with the export names of the snapshot it read.
+pub(crate) struct Made {
+    selection: context::Selection,
+    export: Arc<ToolExport>,
+    provider: Provider,
+}
+
+impl Made {
+    pub(crate) fn new(
+        selection: context::Selection,
+        export: &Arc<ToolExport>,
+        provider: Provider,
+    ) -> Made {
+        Made {
+            selection,
+            export: Arc::clone(export),
+            provider,
+        }
+    }
+
+    /// The Python `Selection`; its objects are made when asked for.
+    pub(crate) fn into_py(self) -> Selection {
+        Selection {
+            made: self,
+            definitions: PyOnceLock::new(),
+            tools: PyOnceLock::new(),
+        }
+    }
+
+    /// The name the model sees for `tool`: the export's (`ToolExport::tool_json` names a tool
+    /// the export does not know by its sanitized name).
+    fn export_name(&self, tool: &context::SelectedTool) -> String {
+        match self.export.export_name(&tool.key) {
+            Some(name) => name.to_string(),
+            None => capstore::tools::sanitize(&tool.tool.name),
+        }
+    }
+}
+
+/// The channel's kind, as the library's serde form names it (`{"kind": "kept", ...}`).
+fn channel_kind(channel: &context::Channel) -> &'static str {
+    match channel {
+        context::Channel::Pinned => "pinned",
+        context::Channel::Message => "message",
+        context::Channel::Conversation => "conversation",
+        context::Channel::Companion => "companion",
+        context::Channel::Kept { .. } => "kept",
+        context::Channel::All => "all",
+    }
+}

@@ -1,0 +1,74 @@
+"""Conversation: the carried list across turns, tool uses, state."""
+
+from __future__ import annotations
+
+import pytest
+
+import capstore
+
+
+def test_carried_list_keeps_its_prefix(bundled: capstore.Store) -> None:
+    conversation = bundled.conversation()
+    first = conversation.select("I need to fly from Berlin to Lisbon next Friday")
+    assert "travel/search_flights" in first.names
+    second = conversation.select("what's the weather looking like there that weekend")
+    assert second.names[: len(first)] == first.names  # appended: the prefix is cached
+    assert "weather/get_forecast" in second.names[len(first) :]
+    kinds = {t.name: t.channel_kind for t in second}
+    assert kinds["weather/get_forecast"] == "message"
+    assert "kept" in kinds.values()
+    third = conversation.select("thanks!")
+    assert third.names == second.names
+
+
+def test_record_tool_use_takes_exported_and_qualified_names(bundled: capstore.Store) -> None:
+    conversation = bundled.conversation(provider="anthropic")
+    selection = conversation.select("search flights from Berlin to Lisbon on Friday")
+    assert selection.provider == conversation.provider == "anthropic"
+    exported = selection.export_names[selection.names.index("travel/search_flights")]
+    assert exported == "search_flights"
+    conversation.record_tool_use(exported)
+    conversation.record_tool_use("travel/search_flights")
+    with pytest.raises(capstore.ToolNotFoundError, match="no_such_tool"):
+        conversation.record_tool_use("no_such_tool")
+    state = conversation.to_json()
+    assert '"travel/search_flights"' in state  # recorded under its qualified name
+
+
+def test_state_round_trips(bundled: capstore.Store) -> None:
+    messages = ["open a pull request for my branch", "and request a review from Ana", "ok, merge it"]
+    straight = bundled.conversation()
+    lists = [straight.select(m).names for m in messages]
+
+    resumed = bundled.conversation()
+    resumed.select(messages[0])
+    other = bundled.conversation()
+    other.restore(resumed.to_json())
+    assert [other.select(m).names for m in messages[1:]] == lists[1:]
+    with pytest.raises(capstore.CapstoreError, match="conversation state"):
+        other.restore("{")
+
+
+def test_max_tools_is_the_list_length(bundled: capstore.Store) -> None:
+    conversation = bundled.conversation(max_tools=12)
+    for message in [
+        "I need to fly from Berlin to Lisbon next Friday",
+        "what's the weather looking like there that weekend",
+        "open a pull request for my branch",
+        "email Ana the quarterly report",
+    ]:
+        assert len(conversation.select(message)) <= 12
+
+
+def test_discovered_tools_stay(bundled: capstore.Store) -> None:
+    conversation = bundled.conversation()
+    conversation.select("hello")
+    conversation.record_discovered(["payments/refund_charge"])
+    assert "payments/refund_charge" in conversation.select("thanks").names
+    with pytest.raises(capstore.ToolNotFoundError):
+        conversation.record_discovered(["nope"])
+
+
+def test_a_bad_policy_fails_at_once(bundled: capstore.Store) -> None:
+    with pytest.raises(capstore.PolicyError):
+        bundled.conversation(policy={"history_decay": -1})
