@@ -78,6 +78,16 @@ struct Current {
 }
 
 /// What [`Chat::turn`] gives for a turn: the tool definitions to send and why each was chosen.
+///
+/// ```
+/// use capstore::{agent::Chat, Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+/// let turn = Chat::new(store).turn("weather in Oslo?")?;
+/// assert_eq!(turn.tools[0]["function"]["name"], "get_weather");
+/// assert!(turn.selection.tools[0].reasons[0].to_string().starts_with("BM25 "));
+/// # Ok::<(), capstore::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct ChatTurn {
     /// The tools chosen, in send order, each with its reasons (`Display` says them).
