@@ -14,81 +14,128 @@ use crate::skills::SkillError;
 use crate::store::{CommitInfo, RecordError, SchemaError, Store, StoreError, WriteTxn};
 use crate::usage::UsageFileError;
 
-/// Any of capstore's errors. Each module keeps its own precise error type (a [`StoreError`]
-/// from a write, a [`SkillError`] from registering a skill, ...); every one of them converts
-/// into this one, so that a function of yours returning [`capstore::Result`](Result) can use
-/// `?` on all of them, and [`Store::update`] takes a transaction that mixes them. The message is
-/// the module error's own; [`std::error::Error::source`] gives the module error.
-///
-/// ```
-/// use capstore::skills::register_skill;
-/// use capstore::{Skill, Store, Tool, TOOLS};
-///
-/// fn setup(store: &Store) -> capstore::Result<u64> {
-///     let info = store.update(|tx| {
-///         register_skill(tx, Skill::new("files", "Work with files"), [Tool::new("read_file", "Read a file")])?;
-///         tx.insert(&TOOLS, Tool::new("ping", "Ping a host"))?;
-///         Ok(())
-///     })?;
-///     Ok(info.version)
-/// }
-/// assert_eq!(setup(&Store::new())?, 1);
-/// # Ok::<(), capstore::Error>(())
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// A store read or write ([`StoreError`]).
-    Store(StoreError),
-    /// A table declaration ([`SchemaError`]).
-    Schema(SchemaError),
-    /// A record refused by its table's rules ([`RecordError`]).
-    Record(RecordError),
-    /// Registering or removing a skill ([`SkillError`]).
-    Skill(SkillError),
-    /// Running a tool ([`ExecError`]).
-    Exec(ExecError),
-    /// A tool's own handler ([`HandlerError`]).
-    Handler(HandlerError),
-    /// A selection ([`SelectError`]).
-    Select(SelectError),
-    /// A selection policy out of range ([`PolicyError`]).
-    Policy(PolicyError),
-    /// A catalog file ([`CatalogError`]).
-    Catalog(CatalogError),
-    /// An MCP `tools/list` result ([`McpError`]).
-    Mcp(McpError),
-    /// An `mcpServers` configuration ([`ConfigError`]).
-    McpConfig(ConfigError),
-    /// Embedding ([`EmbedError`]).
-    Embed(EmbedError),
-    /// The agent loop ([`AgentError`]).
-    Agent(AgentError),
-    /// An approval ([`ApprovalError`]).
-    Approval(ApprovalError),
-    /// A model ([`ModelError`]).
-    Model(ModelError),
-    /// An event tape ([`TapeError`]).
-    Tape(TapeError),
-    /// An evaluation file or run ([`EvalError`]).
-    Eval(EvalError),
-    /// A usage file ([`UsageFileError`]).
-    Usage(UsageFileError),
-    /// A live MCP server (feature `mcp-live`).
-    #[cfg(feature = "mcp-live")]
-    Live(crate::mcp::live::LiveError),
-    /// A call to a live MCP server's tool (feature `mcp-live`).
-    #[cfg(feature = "mcp-live")]
-    Call(crate::mcp::live::CallError),
-    /// The quarantine's trust file (feature `mcp-live`).
-    #[cfg(feature = "mcp-live")]
-    Quarantine(crate::mcp::live::QuarantineError),
-    /// Replication through PostgreSQL (feature `postgres`).
-    #[cfg(feature = "postgres")]
-    Sync(crate::sync::SyncError),
-    /// The MCP gateway (feature `gateway`).
-    #[cfg(feature = "gateway")]
-    Gateway(crate::gateway::GatewayError),
+/// The crate's error enum from one list of its variants: the enum, the module error each holds
+/// (`inner`), and a `From` for each, so that a variant is written once.
+macro_rules! errors {
+    (
+        $(#[$meta:meta])*
+        pub enum Error {
+            $(
+                $(#[doc = $doc:literal])+
+                $(#[cfg($cfg:meta)])?
+                $variant:ident($error:ty),
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum Error {
+            $(
+                $(#[doc = $doc])+
+                $(#[cfg($cfg)])?
+                $variant($error),
+            )*
+        }
+
+        impl Error {
+            /// The module error, as the standard error trait sees it.
+            fn inner(&self) -> &(dyn std::error::Error + 'static) {
+                match self {
+                    $(
+                        $(#[cfg($cfg)])?
+                        Error::$variant(e) => e,
+                    )*
+                }
+            }
+        }
+
+        $(
+            $(#[cfg($cfg)])?
+            impl From<$error> for Error {
+                fn from(error: $error) -> Self {
+                    Error::$variant(error)
+                }
+            }
+        )*
+    };
+}
+
+errors! {
+    /// Any of capstore's errors. Each module keeps its own precise error type (a [`StoreError`]
+    /// from a write, a [`SkillError`] from registering a skill, ...); every one of them converts
+    /// into this one, so that a function of yours returning [`capstore::Result`](Result) can use
+    /// `?` on all of them, and [`Store::update`] takes a transaction that mixes them. The message is
+    /// the module error's own; [`std::error::Error::source`] gives the module error.
+    ///
+    /// ```
+    /// use capstore::skills::register_skill;
+    /// use capstore::{Skill, Store, Tool, TOOLS};
+    ///
+    /// fn setup(store: &Store) -> capstore::Result<u64> {
+    ///     let info = store.update(|tx| {
+    ///         register_skill(tx, Skill::new("files", "Work with files"), [Tool::new("read_file", "Read a file")])?;
+    ///         tx.insert(&TOOLS, Tool::new("ping", "Ping a host"))?;
+    ///         Ok(())
+    ///     })?;
+    ///     Ok(info.version)
+    /// }
+    /// assert_eq!(setup(&Store::new())?, 1);
+    /// # Ok::<(), capstore::Error>(())
+    /// ```
+    #[derive(Debug)]
+    #[non_exhaustive]
+    pub enum Error {
+        /// A store read or write ([`StoreError`]).
+        Store(StoreError),
+        /// A table declaration ([`SchemaError`]).
+        Schema(SchemaError),
+        /// A record refused by its table's rules ([`RecordError`]).
+        Record(RecordError),
+        /// Registering or removing a skill ([`SkillError`]).
+        Skill(SkillError),
+        /// Running a tool ([`ExecError`]).
+        Exec(ExecError),
+        /// A tool's own handler ([`HandlerError`]).
+        Handler(HandlerError),
+        /// A selection ([`SelectError`]).
+        Select(SelectError),
+        /// A selection policy out of range ([`PolicyError`]).
+        Policy(PolicyError),
+        /// A catalog file ([`CatalogError`]).
+        Catalog(CatalogError),
+        /// An MCP `tools/list` result ([`McpError`]).
+        Mcp(McpError),
+        /// An `mcpServers` configuration ([`ConfigError`]).
+        McpConfig(ConfigError),
+        /// Embedding ([`EmbedError`]).
+        Embed(EmbedError),
+        /// The agent loop ([`AgentError`]).
+        Agent(AgentError),
+        /// An approval ([`ApprovalError`]).
+        Approval(ApprovalError),
+        /// A model ([`ModelError`]).
+        Model(ModelError),
+        /// An event tape ([`TapeError`]).
+        Tape(TapeError),
+        /// An evaluation file or run ([`EvalError`]).
+        Eval(EvalError),
+        /// A usage file ([`UsageFileError`]).
+        Usage(UsageFileError),
+        /// A live MCP server (feature `mcp-live`).
+        #[cfg(feature = "mcp-live")]
+        Live(crate::mcp::live::LiveError),
+        /// A call to a live MCP server's tool (feature `mcp-live`).
+        #[cfg(feature = "mcp-live")]
+        Call(crate::mcp::live::CallError),
+        /// The quarantine's trust file (feature `mcp-live`).
+        #[cfg(feature = "mcp-live")]
+        Quarantine(crate::mcp::live::QuarantineError),
+        /// Replication through PostgreSQL (feature `postgres`).
+        #[cfg(feature = "postgres")]
+        Sync(crate::sync::SyncError),
+        /// The MCP gateway (feature `gateway`).
+        #[cfg(feature = "gateway")]
+        Gateway(crate::gateway::GatewayError),
+    }
 }
 
 /// `Result` with capstore's [`Error`].
@@ -101,42 +148,6 @@ pub enum Error {
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl Error {
-    /// The module error, as the standard error trait sees it.
-    fn inner(&self) -> &(dyn std::error::Error + 'static) {
-        match self {
-            Error::Store(e) => e,
-            Error::Schema(e) => e,
-            Error::Record(e) => e,
-            Error::Skill(e) => e,
-            Error::Exec(e) => e,
-            Error::Handler(e) => e,
-            Error::Select(e) => e,
-            Error::Policy(e) => e,
-            Error::Catalog(e) => e,
-            Error::Mcp(e) => e,
-            Error::McpConfig(e) => e,
-            Error::Embed(e) => e,
-            Error::Agent(e) => e,
-            Error::Approval(e) => e,
-            Error::Model(e) => e,
-            Error::Tape(e) => e,
-            Error::Eval(e) => e,
-            Error::Usage(e) => e,
-            #[cfg(feature = "mcp-live")]
-            Error::Live(e) => e,
-            #[cfg(feature = "mcp-live")]
-            Error::Call(e) => e,
-            #[cfg(feature = "mcp-live")]
-            Error::Quarantine(e) => e,
-            #[cfg(feature = "postgres")]
-            Error::Sync(e) => e,
-            #[cfg(feature = "gateway")]
-            Error::Gateway(e) => e,
-        }
-    }
-}
-
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self.inner(), f)
@@ -148,47 +159,6 @@ impl std::error::Error for Error {
         Some(self.inner())
     }
 }
-
-macro_rules! from {
-    ($($variant:ident($error:ty)),* $(,)?) => {$(
-        impl From<$error> for Error {
-            fn from(error: $error) -> Self {
-                Error::$variant(error)
-            }
-        }
-    )*};
-}
-
-from!(
-    Store(StoreError),
-    Schema(SchemaError),
-    Record(RecordError),
-    Skill(SkillError),
-    Exec(ExecError),
-    Handler(HandlerError),
-    Select(SelectError),
-    Policy(PolicyError),
-    Catalog(CatalogError),
-    Mcp(McpError),
-    McpConfig(ConfigError),
-    Embed(EmbedError),
-    Agent(AgentError),
-    Approval(ApprovalError),
-    Model(ModelError),
-    Tape(TapeError),
-    Eval(EvalError),
-    Usage(UsageFileError),
-);
-#[cfg(feature = "mcp-live")]
-from!(
-    Live(crate::mcp::live::LiveError),
-    Call(crate::mcp::live::CallError),
-    Quarantine(crate::mcp::live::QuarantineError),
-);
-#[cfg(feature = "postgres")]
-from!(Sync(crate::sync::SyncError));
-#[cfg(feature = "gateway")]
-from!(Gateway(crate::gateway::GatewayError));
 
 impl Store {
     /// [`write`](Store::write) with capstore's [`Error`]: the closure may use `?` on any of the
