@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use crate::errors;
 use crate::options::{Settings, provider_name};
 use crate::selection::{Made, Selection};
-use crate::store::{Inner, lock};
+use crate::shared::{Inner, lock};
 
 /// A multi-turn conversation over a store (`Store.conversation(...)`): `select` each user
 /// message in turn and `record_tool_use` each tool the model calls.

@@ -23,6 +23,7 @@ mod errors;
 mod live;
 mod options;
 mod selection;
+mod shared;
 mod store;
 mod tools;
 

@@ -1,16 +1,13 @@
 //! `capstore.Store`: a capstore store (`capstore::Store`) filled from a catalog, the bundled
 //! catalog, tools given as dicts or live MCP servers, with its selections and search.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use capstore::catalog::Catalog;
-use capstore::context::{ContextBuilder, Turn};
-use capstore::embed::embed_missing;
-use capstore::provider::ToolExport;
-use capstore::{Snapshot, TOOLS, Tool};
+use capstore::context::Turn;
+use capstore::{TOOLS, Tool};
 use pyo3::exceptions::{PyRuntimeWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -21,111 +18,7 @@ use crate::errors;
 use crate::live::Live;
 use crate::options::{self, Settings};
 use crate::selection::{Made, Selection};
-
-/// Locks `mutex`, whatever a panicking holder left: every value kept behind one is a cache or
-/// a handle that stays usable.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The store and what the binding keeps beside it, shared by the `Store` and its
-/// `Conversation`s.
-pub(crate) struct Inner {
-    pub(crate) store: capstore::Store,
-    /// The tools a loaded catalog pins (`Catalog::policy`), added to every policy.
-    pinned: Mutex<Vec<String>>,
-    /// Export names of the latest snapshot read, recomputed when the version moves.
-    export: Mutex<Option<Arc<ToolExport>>>,
-    /// Builders by their settings (`Settings::key`): a builder reads its policy's hint tables
-    /// once, and hybrid retrieval keeps its vector layout in it.
-    builders: Mutex<HashMap<String, Arc<ContextBuilder>>>,
-    /// The store version up to which each model's tool vectors are complete.
-    embedded: Mutex<HashMap<String, u64>>,
-    /// Live MCP servers, when the store was opened from an `mcpServers` configuration.
-    live: Mutex<Option<Live>>,
-}
-
-impl Inner {
-    fn new(store: capstore::Store, pinned: Vec<String>) -> Arc<Inner> {
-        Arc::new(Inner {
-            store,
-            pinned: Mutex::new(pinned),
-            export: Mutex::new(None),
-            builders: Mutex::new(HashMap::new()),
-            embedded: Mutex::new(HashMap::new()),
-            live: Mutex::new(None),
-        })
-    }
-
-    /// The export names of `snapshot` (`ToolExport::for_snapshot`), computed once a version.
-    pub(crate) fn export(&self, snapshot: &Snapshot) -> PyResult<Arc<ToolExport>> {
-        let mut cached = lock(&self.export);
-        if let Some(export) = cached.as_ref()
-            && export.version() == snapshot.version()
-        {
-            return Ok(Arc::clone(export));
-        }
-        let export = Arc::new(ToolExport::for_snapshot(snapshot).map_err(errors::store)?);
-        *cached = Some(Arc::clone(&export));
-        Ok(export)
-    }
-
-    /// The builder for `settings`, made once.
-    pub(crate) fn builder(&self, settings: &Settings) -> PyResult<Arc<ContextBuilder>> {
-        let key = settings.key();
-        if let Some(builder) = lock(&self.builders).get(&key) {
-            return Ok(Arc::clone(builder));
-        }
-        let pinned = lock(&self.pinned).clone();
-        let builder = Arc::new(settings.builder(&pinned)?);
-        lock(&self.builders).insert(key, Arc::clone(&builder));
-        Ok(builder)
-    }
-
-    /// Gives every tool a vector of the settings' embedder, if they have one and some tool
-    /// lacks it (`embed::embed_missing`): hybrid retrieval needs them.
-    pub(crate) fn prepare(&self, settings: &Settings) -> PyResult<()> {
-        let Some(model) = &settings.embedder else {
-            return Ok(());
-        };
-        let id = capstore::embed::Embedder::model_id(model.as_ref()).to_string();
-        let version = self.store.version();
-        if lock(&self.embedded).get(&id) == Some(&version) {
-            return Ok(());
-        }
-        embed_missing(&self.store, model.as_ref()).map_err(errors::embed)?;
-        let version = self.store.version();
-        lock(&self.embedded).insert(id, version);
-        Ok(())
-    }
-
-    /// The qualified name `name` stands for: a qualified name of the store, or an exported
-    /// name resolved back (`ToolExport::resolve`).
-    pub(crate) fn resolve(&self, name: &str) -> PyResult<String> {
-        let snapshot = self.store.snapshot();
-        if snapshot.contains(&TOOLS, name).map_err(errors::store)? {
-            return Ok(name.to_string());
-        }
-        match self.export(&snapshot)?.resolve(name) {
-            Some(key) => Ok(key.to_string()),
-            None => Err(errors::not_found(name)),
-        }
-    }
-
-    /// Writes `tools` in one transaction (all or none); their qualified names.
-    fn insert(&self, tools: Vec<Tool>) -> PyResult<Vec<String>> {
-        let mut keys = Vec::with_capacity(tools.len());
-        self.store
-            .write(|tx| {
-                for tool in tools {
-                    keys.push(tx.insert(&TOOLS, tool)?.to_string());
-                }
-                Ok::<(), capstore::StoreError>(())
-            })
-            .map_err(errors::tool)?;
-        Ok(keys)
-    }
-}
+use crate::shared::{Inner, lock};
 
 /// A store of tools (and skills) to select from, each turn, the few that reach the model.
 ///
