@@ -20,7 +20,8 @@
 //! OpenAI-compatible and Anthropic model adapters.
 //! [`usage`]: what the agent's own calls teach selection (companions, learned and declared).
 //! [`eval`]: selection-quality metrics. `sync` (feature `postgres`): replicas of one catalog
-//! through a change log in PostgreSQL.
+//! through a change log in PostgreSQL. `rig` (feature `rig`): capstore as the index that picks
+//! a [rig](https://docs.rs/rig/0.44.0) agent's tools, and its handlers as rig tools.
 //!
 //! ## Features
 //! `cli` (default): the `capstore` binary; turns on `mcp-live` and `gateway`. `mcp-live`:
@@ -30,7 +31,8 @@
 //! `embed::MiniLm`, the sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle
 //! and the `tokenizers` crate), its weights read from a directory and never downloaded.
 //! `postgres` (in `cli`): `sync`, replicas sharing one catalog through PostgreSQL
-//! (`tokio-postgres`). With
+//! (`tokio-postgres`). `rig`: `capstore::rig`, the adapter for rig's agents (rig's facade
+//! crate with only its agent runtime; Rust 1.95). With
 //! `default-features = false` the library is the store, BM25, selection and execution only.
 
 pub mod agent;
@@ -49,6 +51,8 @@ pub mod mcp;
 #[cfg(feature = "models")]
 pub mod models;
 pub mod provider;
+#[cfg(feature = "rig")]
+pub mod rig;
 pub mod skills;
 pub mod store;
 #[cfg(feature = "postgres")]
