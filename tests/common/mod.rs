@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod bm25_reference;
+// A scripted rig completion model (tests/rig_adapter.rs, examples/rig_agent.rs).
+#[cfg(feature = "rig")]
+pub mod rig_model;
 // Runs the `capstore` binary, which needs the `cli` feature.
 #[cfg(feature = "cli")]
 pub mod gateway;
