@@ -7,4 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
 # `models`: the model adapters and their tests against a local HTTP server (tests/models_http.rs).
-bash scripts/postgres.sh run cargo test --release --features models "$@"
+# `rig`: capstore as a rig agent's tool index (tests/rig_adapter.rs, the `capstore::rig` docs).
+bash scripts/postgres.sh run cargo test --release --features models,rig "$@"
