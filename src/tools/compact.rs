@@ -79,6 +79,13 @@ fn depth(value: &Value) -> usize {
     }
 }
 
+/// `value` as compact JSON text with every object's keys in sorted order: what serde_json
+/// writes by default, and the same text in a build where a crate turned on its `preserve_order`
+/// (rig does). For text that is sent, hashed or compared across builds.
+pub(crate) fn canonical_json(value: &Value) -> String {
+    compact_value(value).text
+}
+
 struct State {
     out: Vec<u8>,
     /// The deepest nesting seen.
