@@ -87,9 +87,12 @@
 //!   `rig-core`, `rig-http` and about twenty small crates; no provider client, HTTP client
 //!   or TLS), and Rust 1.95 (rig 0.44's minimum). The feature is off by default.
 //! - **serde_json's `preserve_order`**: rig-core turns it on, and Cargo turns a feature on
-//!   for the whole build, so with `rig` every `serde_json` object in capstore keeps its keys
-//!   in the order they were written rather than sorted: tool schemas, provider JSON and
-//!   catalog exports keep the key order of their source.
+//!   for the whole build, so with `rig` every `serde_json` object keeps its keys in the order
+//!   they were written or read rather than sorted, your own included. What capstore makes is
+//!   the same bytes either way: input schemas, tool definitions ([`ToolExport`]), its model
+//!   adapters' requests, the gateway's tool list and answers, tape keys, all with their keys
+//!   sorted (so a provider's prompt cache sees the same prefix in any build). JSON that only
+//!   passes through (a tool's output as rig gets it, an MCP server's annotations) keeps its order.
 //! - **Per request**: the first request of a turn is one [`ContextBuilder::select`] (as
 //!   capstore's own agent makes), plus the export names of a new snapshot version (a pass
 //!   over the catalog, once per version); the later requests of the turn, a look-up.
