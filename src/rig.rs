@@ -129,6 +129,11 @@ use crate::usage::UsageRecorder;
 /// [`toolset`](Self::toolset) builds. One index follows one conversation (see [turns and
 /// conversations](self#turns-and-conversations)); clones share it.
 ///
+/// rig also implements its `PortableTool` for every index (`search_vector_store`), so an agent
+/// may offer an index to the model as a tool. Each call of it is a search, and so a turn of the
+/// index's conversation: offer the model a [stateless](Self::stateless) index for that, or
+/// capstore's own [`search_tools`](crate::context::search_tools).
+///
 /// ```
 /// use capstore::context::ContextBuilder;
 /// use capstore::rig::ToolIndex;
