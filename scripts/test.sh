@@ -9,4 +9,11 @@ cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
 # `models`: the model adapters and their tests against a local HTTP server (tests/models_http.rs).
 bash scripts/postgres.sh run cargo test --release --features models "$@"
+# `rig`: capstore as a rig agent's tool index (tests/rig_adapter.rs, the `capstore::rig` docs),
+# and the tests that check JSON bytes, in a build where rig turns on serde_json's
+# `preserve_order` (the bytes must not change with it).
+rig=(cargo test --release -p capstore --features rig)
+"${rig[@]}" --lib --test rig_adapter --test provider_agent --test provider_defer --test agent_tapes \
+  --test mcp_import --test exec_errors "$@"
+"${rig[@]}" --doc "$@"
 bash scripts/python.sh

@@ -20,7 +20,8 @@
 //! OpenAI-compatible and Anthropic model adapters.
 //! [`usage`]: what the agent's own calls teach selection (companions, learned and declared).
 //! [`eval`]: selection-quality metrics. `sync` (feature `postgres`): replicas of one catalog
-//! through a change log in PostgreSQL.
+//! through a change log in PostgreSQL. `rig` (feature `rig`): capstore as the index that picks
+//! a [rig](https://docs.rs/rig/0.44.0) agent's tools, and its handlers as rig tools.
 //!
 //! ## Features
 //! A crate that adds `capstore` with its defaults builds the store, BM25, selection, usage,
@@ -32,6 +33,8 @@
 //! crate), its weights read from a directory and never downloaded. `postgres`: `sync`, replicas
 //! sharing one catalog through PostgreSQL (`tokio-postgres`). The `capstore` command line is
 //! its own package in this repository (`cli`, `capstore-cli`), which turns on what it needs.
+//! `rig`: `capstore::rig`, the adapter for rig's agents (rig's facade crate with only its agent
+//! runtime; Rust 1.95).
 
 pub mod agent;
 pub mod bm25;
@@ -50,6 +53,8 @@ pub mod mcp;
 #[cfg(feature = "models")]
 pub mod models;
 pub mod provider;
+#[cfg(feature = "rig")]
+pub mod rig;
 pub mod skills;
 pub mod store;
 #[cfg(feature = "postgres")]

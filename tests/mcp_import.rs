@@ -176,12 +176,14 @@ fn mcp_fields_land_in_the_record_and_unknown_ones_are_ignored() {
     );
     // `icons` is not a field this module knows: tolerated, not stored.
     assert!(web.annotations.get("icons").is_none());
-    let keys: Vec<&String> = web
+    // Sorted: serde_json keeps the order written under `preserve_order` (the `rig` feature).
+    let mut keys: Vec<&String> = web
         .annotations
         .as_object()
         .expect("object")
         .keys()
         .collect();
+    keys.sort();
     assert_eq!(
         keys,
         ["openWorldHint", "outputSchema", "readOnlyHint", "title"]

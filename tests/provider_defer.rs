@@ -90,6 +90,16 @@ fn the_search_tool_then_the_selection_then_every_other_tool_deferred_in_key_orde
             Provider::OpenAiChat => unreachable!("no tool search"),
         }
 
+        // Keys sorted at every level (`defer_loading` too): the array writes the same bytes in
+        // every build, also with serde_json's `preserve_order` (the `rig` feature turns it on).
+        let mut sorted = Value::from(all.clone());
+        sorted.sort_all_objects();
+        assert_eq!(
+            serde_json::to_string(&all).expect("writes"),
+            sorted.to_string(),
+            "{search:?}"
+        );
+
         // Every tool of the catalog exactly once, after the search tool.
         assert_eq!(all.len(), 1 + snap.count(&TOOLS).expect("count"));
         let mut names: Vec<&str> = all[1..].iter().map(name).collect();

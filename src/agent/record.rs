@@ -100,7 +100,8 @@ pub fn request_key(request: &ModelRequest) -> String {
 }
 
 fn key_of(messages: &[Message], tools: &[Value]) -> String {
-    let text = json!({ "messages": messages, "tools": tools }).to_string();
+    // Keys sorted whatever serde_json's features, so that a tape replays in any build.
+    let text = crate::tools::canonical_json(&json!({ "messages": messages, "tools": tools }));
     format!("{:016x}", crate::fnv::fnv1a_64(text.as_bytes()))
 }
 

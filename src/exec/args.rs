@@ -30,9 +30,14 @@ fn check_types(schema: &Map<String, Value>, args: &Map<String, Value>) -> Result
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
-    for (name, value) in args {
-        let declared = properties.get(name).and_then(|p| p.get("type"));
-        let allowed: Vec<&str> = match declared {
+    // By the schema's properties, so that of several wrong arguments the same one is named in
+    // every build: the schema's keys are sorted (`InputSchema`), while the arguments keep the
+    // model's order where a crate turned on serde_json's `preserve_order` (rig does).
+    for (name, property) in properties {
+        let Some(value) = args.get(name) else {
+            continue;
+        };
+        let allowed: Vec<&str> = match property.get("type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             _ => continue,
@@ -156,6 +161,16 @@ mod tests {
         for (args, expected) in cases {
             assert_eq!(check_arguments(&schema(), &args), Err(expected.to_string()));
         }
+    }
+
+    #[test]
+    fn of_several_wrong_arguments_the_first_by_name_is_named() {
+        // Written out of order: the answer must not depend on whether serde_json keeps it.
+        let args = json!({ "ratio": "x", "path": "a", "count": 1.5 });
+        assert_eq!(
+            check_arguments(&schema(), &args),
+            Err("argument `count` must be integer, not number".to_string())
+        );
     }
 
     #[test]

@@ -488,6 +488,8 @@ impl Gateway {
         if found.is_empty() {
             answer["note"] = json!("no tool matched; try other words, or fewer");
         }
+        // Keys sorted: the same answer is the same text in every build (as `object` says).
+        answer.sort_all_objects();
         Ok(CallToolResult::structured(answer))
     }
 
@@ -716,14 +718,20 @@ fn as_result(output: Value) -> CallToolResult {
     {
         return result;
     }
-    CallToolResult::success(vec![ContentBlock::text(output.to_string())])
+    // Keys sorted, as `object` has them.
+    let text = crate::tools::canonical_json(&output);
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 fn error_result(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
-fn object(schema: Value) -> Arc<Map<String, Value>> {
+/// `schema` as a listed tool's input schema, its keys sorted, so that `tools/list` is the same
+/// bytes in every build (serde_json keeps the order written where a crate turned on its
+/// `preserve_order`: rig does).
+fn object(mut schema: Value) -> Arc<Map<String, Value>> {
+    schema.sort_all_objects();
     match schema {
         Value::Object(map) => Arc::new(map),
         _ => Arc::new(Map::new()),

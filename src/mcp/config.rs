@@ -248,7 +248,12 @@ impl McpConfig {
             });
         };
         let servers = match top.remove("mcpServers") {
-            Some(Value::Object(servers)) => servers,
+            Some(Value::Object(mut servers)) => {
+                // In name order, also where a crate in the build turned on serde_json's
+                // `preserve_order` (rig does), which keeps the file's order.
+                servers.sort_keys();
+                servers
+            }
             Some(other) => {
                 return Err(ConfigError::Shape {
                     reason: format!("`mcpServers` must be an object, not {}", kind(&other)),
@@ -261,7 +266,6 @@ impl McpConfig {
             }
         };
         let mut config = McpConfig::default();
-        // serde_json's map is sorted by key (no `preserve_order`), so servers come out sorted.
         for (name, value) in servers {
             let entry = Entry {
                 server: &name,

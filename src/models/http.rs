@@ -40,7 +40,10 @@ pub(crate) async fn post_json(
     let mut request = client
         .post(url)
         .header("content-type", "application/json")
-        .body(body.to_string());
+        // Keys sorted, so that the same request is the same bytes in every build (serde_json
+        // keeps the order written where a crate turned on its `preserve_order`: rig does) and
+        // the provider's prompt cache sees the same prefix.
+        .body(crate::tools::canonical_json(body));
     for (name, value) in headers {
         request = request.header(*name, *value);
     }

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::agent::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
 };
+use crate::tools::canonical_json;
 
 use super::http::{DEFAULT_TIMEOUT, client, endpoint, env, malformed, post_json};
 use super::tools;
@@ -163,7 +164,7 @@ impl OpenAiChat {
                     "tool_calls": tool_calls.iter().map(|c| json!({
                         "id": c.id,
                         "type": "function",
-                        "function": { "name": c.name, "arguments": c.arguments.to_string() },
+                        "function": { "name": c.name, "arguments": canonical_json(&c.arguments) },
                     })).collect::<Vec<_>>(),
                 }),
                 Message::ToolResult {
@@ -186,11 +187,12 @@ impl OpenAiChat {
     }
 }
 
-/// A tool result as the text a `tool` message carries.
+/// A tool result as the text a `tool` message carries: a string as it is, other JSON with its
+/// keys sorted (the same text in every build, as the request body is).
 pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => canonical_json(other),
     }
 }
 

@@ -109,19 +109,26 @@ impl ToolExport {
     }
 
     /// One tool's definition in `provider`'s shape. A tool unknown to this export (added after
-    /// its snapshot) is exported under its sanitized name.
+    /// its snapshot) is exported under its sanitized name. Every object's keys are in sorted
+    /// order, so the definition serializes to the same bytes on every turn and in every build
+    /// (also where a crate turned on serde_json's `preserve_order`, as rig does): a request's
+    /// tools stay a cacheable prefix.
     ///
     /// ```
     /// use capstore::provider::{Provider, ToolExport};
     /// use capstore::Tool;
     /// let json = ToolExport::default().tool_json(Provider::OpenAiChat, "a.b", &Tool::new("a.b", "d"));
     /// assert_eq!(json["function"]["name"], "a_b");
+    /// assert_eq!(
+    ///     json.to_string(),
+    ///     r#"{"function":{"description":"d","name":"a_b","parameters":{"properties":{},"type":"object"}},"type":"function"}"#
+    /// );
     /// ```
     pub fn tool_json(&self, provider: Provider, key: &str, tool: &Tool) -> Value {
         let name = self
             .export_name(key)
             .map_or_else(|| crate::tools::sanitize(&tool.name), str::to_string);
-        match provider {
+        let mut json = match provider {
             Provider::OpenAiChat => json!({
                 "type": "function",
                 "function": {
@@ -141,7 +148,12 @@ impl ToolExport {
                 "description": tool.description,
                 "input_schema": tool.input_schema.to_value(),
             }),
-        }
+        };
+        // Keys sorted, so that the definition writes the same bytes in every build: serde_json
+        // sorts them by default, but keeps the order written where a crate in the build turned
+        // on its `preserve_order` (rig does).
+        json.sort_all_objects();
+        json
     }
 
     /// A selection's tools, in send order, in `provider`'s shape: the `tools` array of a request.
@@ -226,6 +238,8 @@ impl ToolExport {
             let mut json = self.tool_json(provider, key, tool);
             if let Value::Object(object) = &mut json {
                 object.insert("defer_loading".into(), Value::Bool(true));
+                // In its sorted place, as `tool_json` sorts the rest.
+                object.sort_keys();
             }
             tools.push(json);
         }
@@ -295,11 +309,14 @@ impl ToolSearch {
     ///     ToolSearch::AnthropicBm25.tool_json(),
     ///     serde_json::json!({ "type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25" })
     /// );
-    /// assert_eq!(ToolSearch::AnthropicRegex.tool_json()["name"], "tool_search_tool_regex");
+    /// assert_eq!(
+    ///     ToolSearch::AnthropicRegex.tool_json().to_string(),
+    ///     r#"{"name":"tool_search_tool_regex","type":"tool_search_tool_regex_20251119"}"#
+    /// );
     /// assert_eq!(ToolSearch::OpenAiResponses.tool_json(), serde_json::json!({ "type": "tool_search" }));
     /// ```
     pub fn tool_json(self) -> Value {
-        match self {
+        let mut json = match self {
             ToolSearch::AnthropicBm25 => json!({
                 "type": "tool_search_tool_bm25_20251119",
                 "name": "tool_search_tool_bm25",
@@ -309,7 +326,10 @@ impl ToolSearch {
                 "name": "tool_search_tool_regex",
             }),
             ToolSearch::OpenAiResponses => json!({ "type": "tool_search" }),
-        }
+        };
+        // Keys sorted in every build, as `ToolExport::tool_json` has them.
+        json.sort_all_objects();
+        json
     }
 
     /// The beta the request must name in its `anthropic-beta` header (the Anthropic SDKs'

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 use super::visit::StringSeed;
 
@@ -50,6 +51,39 @@ pub(super) fn compact<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Comp
         type_is_object: state.top_type.unwrap_or(true),
         depth: state.depth,
     })
+}
+
+/// Reads a `Value` as [`compact`] reads text: its keys sorted whether or not this build's
+/// serde_json keeps a map's order (its `preserve_order`, which any crate in the build may turn
+/// on: rig does).
+pub(super) fn compact_value(value: &Value) -> Compacted {
+    // Reading a `Value` cannot fail (its keys are strings, and the writer takes every element
+    // and member it is given); were it ever to, the `Value`'s own text stands, its keys in the
+    // map's order.
+    compact(value).unwrap_or_else(|_| Compacted {
+        text: value.to_string(),
+        is_object: value.is_object(),
+        type_is_object: value
+            .get("type")
+            .is_none_or(|t| t.as_str() == Some("object")),
+        depth: depth(value),
+    })
+}
+
+/// How deeply arrays and objects nest in `value` (a scalar is 0 deep).
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// `value` as compact JSON text with every object's keys in sorted order: what serde_json
+/// writes by default, and the same text in a build where a crate turned on its `preserve_order`
+/// (rig does). For text that is sent, hashed or compared across builds.
+pub(crate) fn canonical_json(value: &Value) -> String {
+    compact_value(value).text
 }
 
 struct State {
@@ -214,7 +248,7 @@ impl<'de> Visitor<'de> for Writer<'_> {
 mod tests {
     use serde_json::Value;
 
-    use super::compact;
+    use super::{compact, compact_value};
 
     #[test]
     fn the_text_a_parsed_value_writes() {
@@ -234,11 +268,17 @@ mod tests {
             let value: Value = serde_json::from_str(input).expect("valid JSON");
             let mut de = serde_json::Deserializer::from_str(input);
             let got = compact(&mut de).expect("compacts");
+            // Keys sorted, as serde_json writes them unless a crate turned on its
+            // `preserve_order` (rig does).
+            let mut sorted = value.clone();
+            sorted.sort_all_objects();
             assert_eq!(
                 got.text,
-                serde_json::to_string(&value).expect("writes"),
+                serde_json::to_string(&sorted).expect("writes"),
                 "{input}"
             );
+            // Read from the `Value` (`InputSchema::from`), whatever its keys' order.
+            assert_eq!(compact_value(&value).text, got.text, "{input}");
             assert_eq!(got.is_object, value.is_object(), "{input}");
             let type_is_object = value
                 .get("type")
@@ -257,6 +297,9 @@ mod tests {
         ] {
             let mut de = serde_json::Deserializer::from_str(input);
             assert_eq!(compact(&mut de).expect("compacts").depth, depth, "{input}");
+            // As `compact_value` measures a `Value` were reading it ever to fail.
+            let value: Value = serde_json::from_str(input).expect("valid JSON");
+            assert_eq!(super::depth(&value), depth, "{input}");
         }
     }
 }

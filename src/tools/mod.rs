@@ -33,6 +33,7 @@ mod schema;
 mod text;
 mod visit;
 
+pub(crate) use compact::canonical_json;
 pub(crate) use names::refuse;
 pub use names::{
     MAX_EXPORT_LEN, MAX_NAME_LEN, NameParts, RESERVED_EXPORT_NAMES, bare_name, check_name,

@@ -34,9 +34,11 @@ const MAX_NESTING: usize = 127;
 /// Cloning shares the text. Made from a [`Value`] (`From`, so
 /// [`Tool::with_input_schema`](super::Tool::with_input_schema) takes a `json!` value) or from
 /// JSON text ([`InputSchema::from_json`]); object keys are kept in sorted order, as a
-/// `serde_json::Value` orders them, so a schema made either way from the same JSON is equal,
-/// and serializes, byte for byte, as the `Value` would. Any JSON value can be held; the tools
-/// table refuses one that is not an object schema ([`InputSchema::check`]).
+/// `serde_json::Value` orders them by default, so a schema made either way from the same JSON
+/// is equal, and serializes, byte for byte, as the `Value` would. The text is the same in a
+/// build where a crate turned on serde_json's `preserve_order` (rig does), which keeps a
+/// `Value`'s keys in the order written. Any JSON value can be held; the tools table refuses one
+/// that is not an object schema ([`InputSchema::check`]).
 ///
 /// ```
 /// use capstore::tools::InputSchema;
@@ -202,20 +204,15 @@ impl Default for InputSchema {
 
 impl From<&Value> for InputSchema {
     fn from(value: &Value) -> Self {
-        let object = value.as_object();
-        let shape = Shape::of(
-            nesting_exceeds(value, MAX_NESTING),
-            object.is_some(),
-            object
-                .and_then(|o| o.get("type"))
-                .is_none_or(|t| t.as_str() == Some("object")),
-        );
-        // Writing a `Value` cannot fail (its keys are strings); `Display` writes the same text,
-        // more slowly, were it ever to.
-        let json = serde_json::to_string(value).unwrap_or_else(|_| value.to_string());
+        // Keys sorted as text read from a file has them, in every build (`compact_value`).
+        let read = super::compact::compact_value(value);
         InputSchema {
-            json: Arc::from(json),
-            shape,
+            json: Arc::from(read.text),
+            shape: Shape::of(
+                read.depth > MAX_NESTING,
+                read.is_object,
+                read.type_is_object,
+            ),
         }
     }
 }
@@ -307,16 +304,6 @@ pub(crate) fn walk_from<'de, D: Deserializer<'de>>(
 ) {
     if let Ok(node) = (NodeSeed { depth: 0 }).deserialize(schema) {
         node.walk(visit, 0);
-    }
-}
-
-/// Whether `value` nests arrays and objects more than `limit` levels deep (a scalar is 0 deep),
-/// looking no deeper than needed.
-fn nesting_exceeds(value: &Value, limit: usize) -> bool {
-    match value {
-        Value::Array(items) => limit == 0 || items.iter().any(|c| nesting_exceeds(c, limit - 1)),
-        Value::Object(map) => limit == 0 || map.values().any(|c| nesting_exceeds(c, limit - 1)),
-        _ => false,
     }
 }
 
@@ -574,6 +561,11 @@ mod tests {
             nested(40),
         ];
         for value in &schemas {
+            // Its keys in sorted order, as the schema's text holds them (serde_json keeps the
+            // order written instead when a crate turns on its `preserve_order`: rig does).
+            let mut value = value.clone();
+            value.sort_all_objects();
+            let value = &value;
             let mut expected = Vec::new();
             reference_walk(value, &mut expected, 0);
             let schema = InputSchema::from(value);
@@ -592,8 +584,15 @@ mod tests {
         let value = json!({"type": "object", "maximum": 1.0715660391465826e-75,
             "properties": {"b": {"enum": [1, -2, 3.5, null, true]}, "a": {}}});
         let schema = InputSchema::from(&value);
-        assert_eq!(schema.as_str(), serde_json::to_string(&value).unwrap());
+        // Keys sorted, whether or not serde_json keeps the order they were written in.
+        assert_eq!(
+            schema.as_str(),
+            r#"{"maximum":1.0715660391465826e-75,"properties":{"a":{},"b":{"enum":[1,-2,3.5,null,true]}},"type":"object"}"#
+        );
+        assert_eq!(InputSchema::from_json(&value.to_string()).unwrap(), schema);
         assert_eq!(schema.to_value(), value);
+        // Written in key order, the value serializes as the schema does, pretty or not.
+        let value = schema.to_value();
         assert_eq!(serde_json::to_string(&schema).unwrap(), schema.as_str());
         assert_eq!(
             serde_json::to_string_pretty(&schema).unwrap(),

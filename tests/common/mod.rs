@@ -4,4 +4,7 @@
 #![allow(dead_code)]
 
 pub mod bm25_reference;
+// A scripted rig completion model (tests/rig_adapter.rs, examples/rig_agent.rs).
+#[cfg(feature = "rig")]
+pub mod rig_model;
 pub mod tables;
