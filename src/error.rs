@@ -15,7 +15,10 @@ use crate::store::{CommitInfo, RecordError, SchemaError, Store, StoreError, Writ
 use crate::usage::UsageFileError;
 
 /// The crate's error enum from one list of its variants: the enum, the module error each holds
-/// (`inner`), and a `From` for each, so that a variant is written once.
+/// (`inner`), and a `From` for each, so that a variant is written once. A variant marked
+/// `boxed` holds its error in a `Box`: those that hold JSON values or a connection's state,
+/// large enough (more so when a crate turns on serde_json's `preserve_order`) to make every
+/// `Result` of the crate large.
 macro_rules! errors {
     (
         $(#[$meta:meta])*
@@ -23,7 +26,7 @@ macro_rules! errors {
             $(
                 $(#[doc = $doc:literal])+
                 $(#[cfg($cfg:meta)])?
-                $variant:ident($error:ty),
+                $variant:ident($error:ty) $($boxed:ident)?,
             )*
         }
     ) => {
@@ -32,7 +35,7 @@ macro_rules! errors {
             $(
                 $(#[doc = $doc])+
                 $(#[cfg($cfg)])?
-                $variant($error),
+                $variant(payload!($error $(, $boxed)?)),
             )*
         }
 
@@ -42,7 +45,7 @@ macro_rules! errors {
                 match self {
                     $(
                         $(#[cfg($cfg)])?
-                        Error::$variant(e) => e,
+                        Error::$variant(e) => &**e_ref!(e $(, $boxed)?),
                     )*
                 }
             }
@@ -52,10 +55,36 @@ macro_rules! errors {
             $(#[cfg($cfg)])?
             impl From<$error> for Error {
                 fn from(error: $error) -> Self {
-                    Error::$variant(error)
+                    Error::$variant(wrap!(error $(, $boxed)?))
                 }
             }
         )*
+    };
+}
+
+/// A variant's payload: the error, or the error boxed.
+macro_rules! payload {
+    ($error:ty) => { $error };
+    ($error:ty, boxed) => { Box<$error> };
+}
+
+/// The error a variant holds, as a reference to a box or to itself.
+macro_rules! e_ref {
+    ($e:ident) => {
+        &$e
+    };
+    ($e:ident, boxed) => {
+        $e
+    };
+}
+
+/// The payload made from the error.
+macro_rules! wrap {
+    ($e:ident) => {
+        $e
+    };
+    ($e:ident, boxed) => {
+        Box::new($e)
     };
 }
 
@@ -103,7 +132,7 @@ errors! {
         /// A catalog file ([`CatalogError`]).
         Catalog(CatalogError),
         /// An MCP `tools/list` result ([`McpError`]).
-        Mcp(McpError),
+        Mcp(McpError) boxed,
         /// An `mcpServers` configuration ([`ConfigError`]).
         McpConfig(ConfigError),
         /// Embedding ([`EmbedError`]).
@@ -122,19 +151,19 @@ errors! {
         Usage(UsageFileError),
         /// A live MCP server (feature `mcp-live`).
         #[cfg(feature = "mcp-live")]
-        Live(crate::mcp::live::LiveError),
+        Live(crate::mcp::live::LiveError) boxed,
         /// A call to a live MCP server's tool (feature `mcp-live`).
         #[cfg(feature = "mcp-live")]
-        Call(crate::mcp::live::CallError),
+        Call(crate::mcp::live::CallError) boxed,
         /// The quarantine's trust file (feature `mcp-live`).
         #[cfg(feature = "mcp-live")]
-        Quarantine(crate::mcp::live::QuarantineError),
+        Quarantine(crate::mcp::live::QuarantineError) boxed,
         /// Replication through PostgreSQL (feature `postgres`).
         #[cfg(feature = "postgres")]
-        Sync(crate::sync::SyncError),
+        Sync(crate::sync::SyncError) boxed,
         /// The MCP gateway (feature `gateway`).
         #[cfg(feature = "gateway")]
-        Gateway(crate::gateway::GatewayError),
+        Gateway(crate::gateway::GatewayError) boxed,
     }
 }
 
