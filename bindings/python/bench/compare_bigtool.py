@@ -149,16 +149,29 @@ def run_bigtool(
 
 def compare(name: str, minilm: capstore.MiniLm) -> tuple[list[Score], dict[str, Any]]:
     conversations_file, catalog = SETS[name]
-    store = capstore.Store.from_catalog(catalog) if catalog else capstore.Store.bundled()
+    def open_store() -> capstore.Store:
+        return capstore.Store.from_catalog(catalog) if catalog else capstore.Store.bundled()
+
+    store = open_store()
     convs = conversations(conversations_file)
-    lexical = run_capstore(store, convs, "capstore, lexical")
+    # Cold: nothing learned, as `capstore eval --no-learning`.
+    lexical = run_capstore(store, convs, "capstore, lexical", learn=False)
     store.select("embed the tools now", embedder=minilm)  # outside the timed turns, as bigtool's put()
-    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm)
+    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm, learn=False)
+    # Learning as it goes from the calls the model could make (the turn's calls of tools it was
+    # sent), each in a store of its own.
+    learning = []
+    for name, settings in [("lexical", {}), ("hybrid (MiniLM)", {"embedder": minilm})]:
+        fresh = open_store()
+        if settings:
+            fresh.select("embed the tools now", embedder=minilm)
+        learning.append(run_capstore(fresh, convs, f"capstore, {name}, learning as it goes", **settings))
     index = bigtool_store(store, minilm.embed, minilm.dimensions)
     same = max(1, round(lexical.tools))
     scores = [
         lexical,
         hybrid,
+        *learning,
         run_bigtool(store, index, convs, BIGTOOL_DEFAULT_LIMIT, accumulate=True),
         run_bigtool(store, index, convs, BIGTOOL_DEFAULT_LIMIT, accumulate=False),
         run_bigtool(store, index, convs, same, accumulate=True),

@@ -168,16 +168,25 @@ class Conversation:
     tools a new message needs are appended, so that the request's prefix (and the provider's
     prompt cache) survives; a list grown past ``max_tools`` is re-packed once, the stalest
     tools out first. Each selected tool says which channel brought it (this message, the
-    conversation, a companion, kept from an earlier turn, pinned)."""
+    conversation, a companion, kept from an earlier turn, pinned).
+
+    Each turn's recorded calls are counted into the store's usage when the next turn starts
+    (or at ``finish``), unless the conversation was opened with ``learn=False``: later
+    selections then bring the tools that were called together (a login before a send)."""
 
     def select(self, message: str) -> Selection:
         """The tools to send for the next user message, read with the conversation so far;
-        the selection is remembered for the next turn's list. Releases the GIL."""
+        the selection is remembered for the next turn's list, and the turn before ends (its
+        calls are learned, as ``finish`` does). Releases the GIL."""
     def record_tool_use(self, name: str) -> None:
         """Remembers that the model called the tool ``name``: the name it was sent under (the
         exported name, as in the model's tool call) or its qualified name. A tool called is
         recent, and fresh again in the carried list. Raises ``ToolNotFoundError`` for a name
         that is no tool of the store."""
+    def finish(self) -> None:
+        """Ends the last turn: its recorded calls are counted into the store's usage (unless
+        the conversation was opened with ``learn=False``). ``select`` does it for the turn
+        before; calling it twice counts once."""
     def record_discovered(self, names: Sequence[str]) -> None:
         """Remembers tools the model found with a tool search (qualified or exported names),
         so that they stay selected from the next turn on."""
@@ -266,12 +275,15 @@ class Store:
         embedder: MiniLm | None = None,
         lexical_weight: float | None = None,
         policy: Mapping[str, Any] | None = None,
+        learn: bool = True,
     ) -> Conversation:
         """A conversation over this store: ``select`` each user message in turn,
         ``record_tool_use`` for each tool the model calls. It carries the tool list across
         turns (last turn's tools keep their place, new ones are appended), so that providers'
         prompt caches stay warm. ``max_tools`` is the carried list's length (default 24); the
-        other settings are ``select``'s."""
+        other settings are ``select``'s. With ``learn`` (the default), each turn's recorded
+        calls are counted into the store's usage, so that later selections bring the tools
+        called together."""
     def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
         """The ``k`` tools whose text best matches ``query`` by BM25 (the store's index, as
         the ``search_tools`` tool searches), best first: dicts with ``name`` (qualified),

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use capstore::context;
 use capstore::provider::Provider;
+use capstore::usage::{UsageRecorder, learn};
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -20,40 +21,78 @@ use crate::shared::{Inner, lock};
 /// prompt cache) survives; a list grown past `max_tools` is re-packed once, the stalest tools
 /// out first. Each selected tool says which channel brought it (this message, the
 /// conversation, a companion, kept from an earlier turn, pinned).
+///
+/// Each turn's recorded calls are counted into the store's usage when the next turn starts
+/// (or at `finish`), unless the conversation was opened with `learn=False`: later selections
+/// then bring the tools that were called together (a login before a send).
 #[pyclass(frozen, module = "capstore._native")]
 pub(crate) struct Conversation {
     inner: Arc<Inner>,
     settings: Settings,
     provider: Provider,
     state: Mutex<context::Conversation>,
+    /// The turn's offered tools and calls, counted into the store's usage when it ends.
+    usage: UsageRecorder,
+    learn: bool,
 }
 
 impl Conversation {
-    pub(crate) fn new(inner: Arc<Inner>, settings: Settings, provider: Provider) -> Conversation {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        settings: Settings,
+        provider: Provider,
+        learn: bool,
+    ) -> Conversation {
         Conversation {
             inner,
             settings,
             provider,
             state: Mutex::new(context::Conversation::new()),
+            usage: UsageRecorder::new(),
+            learn,
         }
+    }
+
+    /// Ends the turn under way for learning: its tools sent and called are counted into the
+    /// store's usage, when the conversation learns.
+    fn end_turn(&self) -> PyResult<()> {
+        let turn = self.usage.finish_turn();
+        if self.learn && !turn.is_empty() {
+            self.inner
+                .store
+                .write(|tx| learn(tx, &turn))
+                .map_err(errors::store)?;
+        }
+        Ok(())
     }
 }
 
 #[pymethods]
 impl Conversation {
     /// The tools to send for the next user message, read with the conversation so far; the
-    /// selection is remembered for the next turn's list. Releases the GIL.
+    /// selection is remembered for the next turn's list, and the turn before ends (its calls
+    /// are learned, as `finish` does). Releases the GIL.
     fn select(&self, py: Python<'_>, message: String) -> PyResult<Selection> {
         let made = py.detach(|| -> PyResult<Made> {
             let builder = self.inner.builder(&self.settings)?;
-            self.inner.prepare(&self.settings)?;
-            let snapshot = self.inner.store.snapshot();
             // One turn at a time: the next turn reads what this one recorded.
             let mut state = lock(&self.state);
+            self.end_turn()?;
+            self.inner.prepare(&self.settings)?;
+            let snapshot = self.inner.store.snapshot();
             let turn = state.next_turn(message);
             let selection = builder.select(&snapshot, &turn).map_err(errors::select)?;
             state.record_selection(&selection);
             drop(state);
+            // Offered for the turn's own reasons (not only carried on): what its calls are
+            // read against.
+            self.usage.sent(
+                selection
+                    .tools
+                    .iter()
+                    .filter(|t| !t.carried())
+                    .map(|t| &*t.key),
+            );
             let export = self.inner.export(&snapshot)?;
             Ok(Made::new(selection, &export, self.provider))
         })?;
@@ -66,8 +105,17 @@ impl Conversation {
     /// is no tool of the store.
     fn record_tool_use(&self, name: &str) -> PyResult<()> {
         let key = self.inner.resolve(name)?;
+        self.usage.called(&key);
         lock(&self.state).record_tool_use(key);
         Ok(())
+    }
+
+    /// Ends the last turn: its recorded calls are counted into the store's usage (unless the
+    /// conversation was opened with `learn=False`). `select` does it for the turn before;
+    /// calling it twice counts once.
+    fn finish(&self) -> PyResult<()> {
+        let _state = lock(&self.state);
+        self.end_turn()
     }
 
     /// Remembers tools the model found with a tool search (qualified or exported names), so

@@ -210,8 +210,10 @@ impl Store {
     /// for each tool the model calls. It carries the tool list across turns (last turn's tools
     /// keep their place, new ones are appended), so that providers' prompt caches stay warm.
     /// `max_tools` is the carried list's length (default 24); the other settings are
-    /// `select`'s.
-    #[pyo3(signature = (*, max_tools=None, provider="openai", embedder=None, lexical_weight=None, policy=None))]
+    /// `select`'s. With `learn` (the default), each turn's recorded calls are counted into the
+    /// store's usage, so that later selections bring the tools called together.
+    #[pyo3(signature = (*, max_tools=None, provider="openai", embedder=None, lexical_weight=None, policy=None, learn=true))]
+    #[allow(clippy::too_many_arguments)]
     fn conversation(
         &self,
         max_tools: Option<usize>,
@@ -219,6 +221,7 @@ impl Store {
         embedder: Option<&Bound<'_, PyMiniLm>>,
         lexical_weight: Option<f32>,
         policy: Option<&Bound<'_, PyAny>>,
+        learn: bool,
     ) -> PyResult<Conversation> {
         let settings = Settings::new(
             max_tools,
@@ -233,6 +236,7 @@ impl Store {
             Arc::clone(&self.inner),
             settings,
             options::provider(provider)?,
+            learn,
         ))
     }
 

@@ -72,3 +72,39 @@ def test_discovered_tools_stay(bundled: capstore.Store) -> None:
 def test_a_bad_policy_fails_at_once(bundled: capstore.Store) -> None:
     with pytest.raises(capstore.PolicyError):
         bundled.conversation(policy={"history_decay": -1})
+
+
+MAIL_TOOLS = [
+    {"name": "mail_login", "description": "Log in to the mail service with a user id", "source": "mail"},
+    {"name": "send_message", "description": "Send a message to a contact", "source": "mail"},
+    {"name": "delete_message", "description": "Delete a message by its id", "source": "mail"},
+]
+
+
+def test_recorded_calls_are_learned_and_bring_the_tool_called_first() -> None:
+    store = capstore.Store.from_tools(MAIL_TOOLS)
+    conversation = store.conversation()
+    assert "mail/mail_login" not in conversation.select("send a message to Ana").names
+    for turn in range(3):
+        if turn:
+            conversation.select("send a message to Ana")
+        conversation.record_tool_use("mail_login")
+        conversation.record_tool_use("send_message")
+    conversation.finish()
+    conversation.finish()  # counts once
+    # A new conversation: the login comes with the send, as a companion, and says why.
+    later = store.conversation(learn=False).select("send a message to Bob")
+    login = {t.name: t for t in later}["mail/mail_login"]
+    assert login.channel_kind == "companion"
+    assert "called before mail/send_message in 3 of its 3 turns" in login.reasons
+
+
+def test_a_conversation_opened_without_learning_teaches_nothing() -> None:
+    store = capstore.Store.from_tools(MAIL_TOOLS)
+    conversation = store.conversation(learn=False)
+    for _ in range(3):
+        conversation.select("send a message to Ana")
+        conversation.record_tool_use("mail_login")
+        conversation.record_tool_use("send_message")
+    conversation.finish()
+    assert "mail/mail_login" not in store.conversation().select("send a message to Bob").names
