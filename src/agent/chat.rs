@@ -2,6 +2,11 @@
 //! selects a turn's tools, one call runs each tool call the model makes; everything a turn must
 //! remember (what was sent, what was called, what the store learns from it) is recorded on the
 //! way.
+//!
+//! What it costs beyond the steps it replaces: a turn that follows calls writes their counts to
+//! the store (one small transaction, [`learn`]), and the export names are computed again when
+//! the store's version moved since the last turn (once per turn after a learning write: linear
+//! in the catalog, as [`ToolExport::for_snapshot`] is).
 
 use std::sync::Arc;
 
