@@ -26,7 +26,7 @@
 //! ## Features
 //! A crate that adds `capstore` with its defaults builds the store, BM25, selection, usage,
 //! execution and the agent loop: none of the parts below, each a feature away. `mcp-live`:
-//! [`mcp::live`], connecting to MCP servers (the official `rmcp` SDK, tokio's process and time
+//! `mcp::live`, connecting to MCP servers (the official `rmcp` SDK, tokio's process and time
 //! drivers). `gateway`: the MCP gateway (rmcp's server half, hyper, sha2). `models`: the model
 //! adapters (reqwest with rustls, as `mcp-live` already uses). `minilm`: `embed::MiniLm`, the
 //! sentence embedder all-MiniLM-L6-v2 run on the CPU in pure Rust (candle and the `tokenizers`

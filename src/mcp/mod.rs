@@ -1,7 +1,6 @@
 //! Importing MCP servers' tool lists (`tools/list`) into the tools table, and keeping them in
 //! step when a server's list changes; reading `mcpServers` configurations ([`McpConfig`]); and,
-//! with the feature `mcp-live` (on by default), connecting to the servers themselves
-//! ([`live::McpHub`]).
+//! with the feature `mcp-live`, connecting to the servers themselves (`live::McpHub`).
 //!
 //! Read a list with [`McpToolList::from_json`] (a `tools/list` result, or the whole JSON-RPC
 //! response), import it with [`import_server`], import it again when the server sends
