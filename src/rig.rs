@@ -468,8 +468,7 @@ impl ToolIndex {
             state.conversation.record_selection(&answer.selection);
             if let Some(usage) = &state.usage {
                 // Offered for the turn's own reasons: what its calls are read against.
-                let own = answer.selection.tools.iter().filter(|t| !t.carried());
-                usage.sent(own.map(|t| &*t.key));
+                usage.sent(answer.selection.offered());
             }
             state.open = Some(OpenTurn {
                 message: query.to_string(),

@@ -210,13 +210,7 @@ impl Chat {
         next.record_selection(&selection);
         self.conversation = next;
         // The tools the turn sent for reasons of its own: what its calls are read against.
-        self.usage.sent(
-            selection
-                .tools
-                .iter()
-                .filter(|t| !t.carried())
-                .map(|t| &*t.key),
-        );
+        self.usage.sent(selection.offered());
         self.turns += 1;
         self.calls = 0;
         let tools = export.selection_json(self.provider, &selection);

@@ -469,10 +469,7 @@ impl<M: Model> Agent<M> {
             None => all_tools(&snapshot)?,
         });
         session.conversation.record_selection(&selection);
-        // Offered for the turn's own reasons (not only carried on): what its calls are read
-        // against.
-        let offered = selection.tools.iter().filter(|t| !t.carried());
-        session.usage.sent(offered.map(|t| &*t.key));
+        session.usage.sent(selection.offered());
         self.emit(Event::SelectionMade {
             turn: turn_no,
             version: selection.version,

@@ -593,6 +593,30 @@ impl Selection {
         self.tools.iter().map(|t| &*t.key)
     }
 
+    /// The tools selected for the turn's own reasons, in send order: every tool but those only
+    /// [carried](SelectedTool::carried) on from an earlier turn's list. What the turn offered,
+    /// and what its calls are read against when usage is counted
+    /// ([`UsageRecorder::sent`](crate::usage::UsageRecorder::sent)).
+    ///
+    /// ```
+    /// use capstore::context::{ContextBuilder, Turn};
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city"))?;
+    ///     tx.insert(&TOOLS, Tool::new("send_email", "Send an email to an address"))
+    /// })?;
+    /// // The last turn sent get_weather; this one asks for an email.
+    /// let turn = Turn::new("send an email to Ana").with_previous(["get_weather"]);
+    /// let s = ContextBuilder::new().select(&store.snapshot(), &turn)?;
+    /// assert_eq!(s.keys().collect::<Vec<_>>(), ["get_weather", "send_email"]);
+    /// assert_eq!(s.offered().collect::<Vec<_>>(), ["send_email"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offered(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().filter(|t| !t.carried()).map(|t| &*t.key)
+    }
+
     /// The selected tool with this qualified name, if it was selected.
     ///
     /// ```

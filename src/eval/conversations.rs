@@ -361,16 +361,6 @@ fn check_names(
     Ok(())
 }
 
-/// The tools a selection offered for the turn's own reasons: not those it only carried on.
-fn offered(selection: &crate::context::Selection) -> Vec<String> {
-    selection
-        .tools
-        .iter()
-        .filter(|t| !t.carried())
-        .map(|t| t.key.to_string())
-        .collect()
-}
-
 /// The distinct names of `called`, in first-call order.
 fn distinct(called: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -460,7 +450,7 @@ fn run(
                 // Scored first: what the turn teaches reaches only the turns after it.
                 let turn = TurnUse {
                     called: called.clone(),
-                    sent: offered(&selection),
+                    sent: selection.offered().map(str::to_string).collect(),
                     previous: std::mem::replace(&mut last_called, distinct(called)),
                 };
                 store

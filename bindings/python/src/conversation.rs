@@ -84,15 +84,7 @@ impl Conversation {
             let selection = builder.select(&snapshot, &turn).map_err(errors::select)?;
             state.record_selection(&selection);
             drop(state);
-            // Offered for the turn's own reasons (not only carried on): what its calls are
-            // read against.
-            self.usage.sent(
-                selection
-                    .tools
-                    .iter()
-                    .filter(|t| !t.carried())
-                    .map(|t| &*t.key),
-            );
+            self.usage.sent(selection.offered());
             let export = self.inner.export(&snapshot)?;
             Ok(Made::new(selection, &export, self.provider))
         })?;
