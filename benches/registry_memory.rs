@@ -43,6 +43,9 @@ use capstore::usage::{Companion, MAX_COMPANIONS, TurnUse, Usage, learn};
 use capstore::{Store, TOOLS, Tool, USAGE};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
+mod synthetic;
+use synthetic::SplitMix64;
+
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
@@ -174,28 +177,6 @@ fn env_count(name: &str, default: usize) -> usize {
     }
 }
 
-/// SplitMix64: a fixed stream, the same on every machine.
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// A number in 0..1.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Turns in a conversation of the usage mode (the previous turn's calls are remembered within one).
 const TURNS_A_CONVERSATION: usize = 5;
 
@@ -235,7 +216,7 @@ fn usage_memory() {
     keys.sort();
     let n = keys.len();
     // Popularity: rank r (0-based) drawn with weight 1 / (r + 1); the ranks shuffled over the keys.
-    let mut mix = Mix(49);
+    let mut mix = SplitMix64::new(49);
     for i in (1..n).rev() {
         keys.swap(i, mix.below(i + 1));
     }
@@ -245,8 +226,8 @@ fn usage_memory() {
         total += 1.0 / (r + 1) as f64;
         cumulative.push(total);
     }
-    let draw = |mix: &mut Mix| {
-        let u = mix.unit() * total;
+    let draw = |mix: &mut SplitMix64| {
+        let u = mix.next_f64() * total;
         cumulative.partition_point(|&c| c <= u).min(n - 1)
     };
     println!("{n} tools in the store; counting {calls} calls into usage");

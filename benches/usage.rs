@@ -34,6 +34,9 @@ use capstore::usage::{TurnUse, UsageRecorder, learn};
 use capstore::{Store, TOOLS, USAGE};
 use criterion::{BatchSize, BenchmarkId, Criterion};
 
+mod synthetic;
+use synthetic::SplitMix64;
+
 /// Calls counted into the usage table before `select/usage_10k`.
 const LEARNED_CALLS: usize = 10_000;
 
@@ -64,23 +67,6 @@ fn tool_keys(snapshot: &Snapshot) -> Vec<String> {
         .collect();
     keys.sort();
     keys
-}
-
-/// SplitMix64: a fixed stream, the same on every machine.
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// `usage/record_call`.
@@ -116,7 +102,7 @@ fn record_call(crit: &mut Criterion) {
 
 /// Calls and sent tools of one pseudo-random turn: 4 distinct calls, 15 distinct tools sent
 /// (the calls first).
-fn random_turn(mix: &mut Mix, keys: &[String]) -> (Vec<usize>, Vec<usize>) {
+fn random_turn(mix: &mut SplitMix64, keys: &[String]) -> (Vec<usize>, Vec<usize>) {
     let mut sent: Vec<usize> = Vec::with_capacity(15);
     while sent.len() < 15 {
         let k = mix.below(keys.len());
@@ -131,7 +117,7 @@ fn random_turn(mix: &mut Mix, keys: &[String]) -> (Vec<usize>, Vec<usize>) {
 fn commit_turn(crit: &mut Criterion) {
     let (store, _) = bundled_store();
     let keys = tool_keys(&store.snapshot());
-    let mut mix = Mix(49);
+    let mut mix = SplitMix64::new(49);
     let record = |recorder: &UsageRecorder, (calls, sent): &(Vec<usize>, Vec<usize>)| {
         recorder.sent(sent.iter().map(|&k| keys[k].as_str()));
         for &k in calls {

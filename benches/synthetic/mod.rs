@@ -41,6 +41,11 @@ impl SplitMix64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// A number in `0..n`, by remainder (the usage and memory benches draw with it).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
     /// Uniform in `lo..=hi` (multiply-shift; the bias is below 2^-32 for these small ranges).
     pub fn range_inclusive(&mut self, lo: usize, hi: usize) -> usize {
         assert!(lo <= hi);
