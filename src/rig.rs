@@ -434,11 +434,7 @@ impl ToolIndex {
         } else {
             Turn::new(query)
         };
-        for kept in self.executor.kept_tools() {
-            if !turn.discovered.contains(&kept) {
-                turn.discovered.push(kept);
-            }
-        }
+        turn.add_discovered(self.executor.kept_tools());
         let selection = self.builder.select(&snapshot, &turn)?;
         // The names rig knows: those of the tool set the index built, when it built one (a
         // tool added since is not in it); else the snapshot's.

@@ -4,7 +4,7 @@
 //! way.
 //!
 //! What it costs beyond the steps it replaces: a turn that follows calls writes their counts to
-//! the store (one small transaction, [`learn`]), and the export names are computed again when
+//! the store (one small transaction, [`learn`](crate::usage::learn)), and the export names are computed again when
 //! the store's version moved since the last turn (once per turn after a learning write: linear
 //! in the catalog, as [`ToolExport::for_snapshot`] is).
 
@@ -16,7 +16,7 @@ use crate::context::{ContextBuilder, Conversation, Selection};
 use crate::exec::{Executor, ToolCall, ToolOutput};
 use crate::provider::{Provider, ToolExport};
 use crate::store::Store;
-use crate::usage::{UsageRecorder, learn};
+use crate::usage::UsageRecorder;
 
 /// One conversation with a model your program calls itself: [`turn`](Self::turn) selects the
 /// turn's tools and gives their definitions in the provider's shape, [`call`](Self::call) runs
@@ -30,7 +30,7 @@ use crate::usage::{UsageRecorder, learn};
 /// store's [usage](crate::usage) (turn it off with [`with_learning`](Self::with_learning)).
 /// The steps underneath ([`ContextBuilder::select`], [`Conversation::record_selection`],
 /// [`ToolExport::resolve`], [`Executor::execute`], [`Conversation::record_tool_use`],
-/// [`learn`]) stay public for programs that need them apart.
+/// [`learn`](crate::usage::learn)) stay public for programs that need them apart.
 ///
 /// [`Agent`](super::Agent) is the same with the model inside the loop.
 ///
@@ -195,11 +195,7 @@ impl Chat {
         let snapshot = self.store.snapshot();
         let mut next = self.conversation.clone();
         let mut turn = next.next_turn(message);
-        for kept in self.executor.kept_tools() {
-            if !turn.discovered.contains(&kept) {
-                turn.discovered.push(kept);
-            }
-        }
+        turn.add_discovered(self.executor.kept_tools());
         let selection = Arc::new(self.builder.select(&snapshot, &turn)?);
         let export = match &self.current {
             Some(current) if current.export.version() == snapshot.version() => {
@@ -261,9 +257,10 @@ impl Chat {
     ///
     /// See the [type's example](Self).
     pub fn finish(&mut self) -> crate::Result<()> {
-        let turn = self.usage.finish_turn();
-        if self.learn && !turn.is_empty() {
-            self.store.write(|tx| learn(tx, &turn))?;
+        if self.learn {
+            self.usage.commit_turn(&self.store)?;
+        } else {
+            self.usage.finish_turn();
         }
         Ok(())
     }

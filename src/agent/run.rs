@@ -16,7 +16,7 @@ use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tables::TOOLS;
-use crate::usage::{UsageRecorder, learn};
+use crate::usage::UsageRecorder;
 
 use super::approval::{Approvals, Decision, Ticket, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
@@ -459,11 +459,7 @@ impl<M: Model> Agent<M> {
         });
         let snapshot = self.store.snapshot();
         let mut turn = session.conversation.next_turn(user_message);
-        for kept in self.executor.kept_tools() {
-            if !turn.discovered.contains(&kept) {
-                turn.discovered.push(kept);
-            }
-        }
+        turn.add_discovered(self.executor.kept_tools());
         let selection = Arc::new(match &self.builder {
             Some(builder) => builder.select(&snapshot, &turn)?,
             None => all_tools(&snapshot)?,
@@ -723,9 +719,10 @@ impl<M: Model> Agent<M> {
 
     /// Ends the session's turn for usage: counts it into the store, when the agent learns.
     fn learn_turn(&self, session: &mut Session) -> Result<(), AgentError> {
-        let turn = session.usage.finish_turn();
-        if self.learn && !turn.is_empty() {
-            self.store.write(|tx| learn(tx, &turn))?;
+        if self.learn {
+            session.usage.commit_turn(&self.store)?;
+        } else {
+            session.usage.finish_turn();
         }
         Ok(())
     }

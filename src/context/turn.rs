@@ -113,6 +113,19 @@ impl Turn {
         self.discovered = tools.into_iter().map(Into::into).collect();
         self
     }
+
+    /// Adds tools to the discovered ones, each once, after those it holds: the tools an
+    /// executor keeps for the conversation ([`Executor::kept_tools`](crate::Executor::kept_tools)),
+    /// say.
+    ///
+    /// ```
+    /// let mut t = capstore::context::Turn::new("b").with_discovered(["x/y"]);
+    /// t.add_discovered(["x/z", "x/y"]);
+    /// assert_eq!(t.discovered, ["x/y", "x/z"]);
+    /// ```
+    pub fn add_discovered<S: Into<String>>(&mut self, tools: impl IntoIterator<Item = S>) {
+        extend_unique(&mut self.discovered, tools);
+    }
 }
 
 /// A tool of the previous turn's list, and how long the conversation has gone without needing
@@ -286,11 +299,16 @@ impl Conversation {
     /// assert_eq!(c.next_turn("x").discovered, ["x/y"]);
     /// ```
     pub fn record_discovered<S: Into<String>>(&mut self, tools: impl IntoIterator<Item = S>) {
-        for tool in tools {
-            let tool = tool.into();
-            if !self.discovered.contains(&tool) {
-                self.discovered.push(tool);
-            }
+        extend_unique(&mut self.discovered, tools);
+    }
+}
+
+/// Appends each of `items` that `list` does not hold yet, in order.
+fn extend_unique<S: Into<String>>(list: &mut Vec<String>, items: impl IntoIterator<Item = S>) {
+    for item in items {
+        let item = item.into();
+        if !list.contains(&item) {
+            list.push(item);
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use capstore::context;
 use capstore::provider::Provider;
-use capstore::usage::{UsageRecorder, learn};
+use capstore::usage::UsageRecorder;
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -56,12 +56,12 @@ impl Conversation {
     /// Ends the turn under way for learning: its tools sent and called are counted into the
     /// store's usage, when the conversation learns.
     fn end_turn(&self) -> PyResult<()> {
-        let turn = self.usage.finish_turn();
-        if self.learn && !turn.is_empty() {
-            self.inner
-                .store
-                .write(|tx| learn(tx, &turn))
+        if self.learn {
+            self.usage
+                .commit_turn(&self.inner.store)
                 .map_err(errors::store)?;
+        } else {
+            self.usage.finish_turn();
         }
         Ok(())
     }
