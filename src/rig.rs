@@ -440,7 +440,7 @@ impl ToolIndex {
         // tool added since is not in it); else the snapshot's.
         let (export, pinned) = match &state.pinned {
             Some(pinned) => (Arc::clone(pinned), true),
-            None => (export_for(&mut state.export, &snapshot)?, false),
+            None => (ToolExport::cached(&mut state.export, &snapshot)?, false),
         };
         let known = |key: &str| !pinned || export.export_name(key).is_some();
         let sent = sendable(&snapshot, selection, samples, known)?;
@@ -913,19 +913,6 @@ fn sendable(
     }
     selection.tools = runnable;
     Ok(selection)
-}
-
-/// The export names of `snapshot`, kept while its version is the one searched.
-fn export_for(
-    cache: &mut Option<Arc<ToolExport>>,
-    snapshot: &Snapshot,
-) -> Result<Arc<ToolExport>, StoreError> {
-    if let Some(export) = cache.as_ref().filter(|e| e.version() == snapshot.version()) {
-        return Ok(Arc::clone(export));
-    }
-    let export = Arc::new(ToolExport::for_snapshot(snapshot)?);
-    *cache = Some(Arc::clone(&export));
-    Ok(export)
 }
 
 /// A tool's export name, as [`ToolExport::tool_json`] names it.

@@ -68,6 +68,8 @@ pub struct Chat {
     learn: bool,
     conversation: Conversation,
     usage: UsageRecorder,
+    /// The export names of the store's latest version seen.
+    export: Option<Arc<ToolExport>>,
     /// The turn under way: its selection, the export names its tools were sent under, and the
     /// selected keys the executor checks calls against.
     current: Option<Current>,
@@ -119,6 +121,7 @@ impl Chat {
             learn: true,
             conversation: Conversation::new(),
             usage: UsageRecorder::new(),
+            export: None,
             current: None,
             turns: 0,
             calls: 0,
@@ -197,12 +200,7 @@ impl Chat {
         let mut turn = next.next_turn(message);
         turn.add_discovered(self.executor.kept_tools());
         let selection = Arc::new(self.builder.select(&snapshot, &turn)?);
-        let export = match &self.current {
-            Some(current) if current.export.version() == snapshot.version() => {
-                Arc::clone(&current.export)
-            }
-            _ => Arc::new(ToolExport::for_snapshot(&snapshot)?),
-        };
+        let export = ToolExport::cached(&mut self.export, &snapshot)?;
         next.record_selection(&selection);
         self.conversation = next;
         // The tools the turn sent for reasons of its own: what its calls are read against.

@@ -309,13 +309,7 @@ impl<M: Model> Agent<M> {
 
     /// Export names for `snapshot`, computed once per version and shared.
     fn export_for(&self, snapshot: &Snapshot) -> Result<Arc<ToolExport>, StoreError> {
-        let mut cache = self.export.lock();
-        if let Some(export) = cache.as_ref().filter(|e| e.version() == snapshot.version()) {
-            return Ok(Arc::clone(export));
-        }
-        let export = Arc::new(ToolExport::for_snapshot(snapshot)?);
-        *cache = Some(Arc::clone(&export));
-        Ok(export)
+        ToolExport::cached(&mut self.export.lock(), snapshot)
     }
 
     /// Runs one user turn to a final answer: select, ask the model, run its tool calls (any

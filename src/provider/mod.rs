@@ -10,6 +10,7 @@
 //! marked `defer_loading`, so the model can still reach a tool the selection left out.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -76,6 +77,33 @@ impl ToolExport {
             names,
             reverse,
         })
+    }
+
+    /// The export names of `snapshot` from `cache`, computed ([`for_snapshot`](Self::for_snapshot))
+    /// and kept there when the cache holds another version's or none: what a conversation
+    /// keeps between its turns, since the names change only with the store.
+    ///
+    /// ```
+    /// use capstore::provider::ToolExport;
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+    /// let mut cache = None;
+    /// let first = ToolExport::cached(&mut cache, &store.snapshot())?;
+    /// let again = ToolExport::cached(&mut cache, &store.snapshot())?;
+    /// assert!(std::sync::Arc::ptr_eq(&first, &again));
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn cached(
+        cache: &mut Option<Arc<ToolExport>>,
+        snapshot: &Snapshot,
+    ) -> Result<Arc<ToolExport>, StoreError> {
+        if let Some(export) = cache.as_ref().filter(|e| e.version == snapshot.version()) {
+            return Ok(Arc::clone(export));
+        }
+        let export = Arc::new(ToolExport::for_snapshot(snapshot)?);
+        *cache = Some(Arc::clone(&export));
+        Ok(export)
     }
 
     /// The snapshot version the names were computed for.

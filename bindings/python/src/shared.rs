@@ -51,15 +51,7 @@ impl Inner {
 
     /// The export names of `snapshot` (`ToolExport::for_snapshot`), computed once a version.
     pub(crate) fn export(&self, snapshot: &Snapshot) -> PyResult<Arc<ToolExport>> {
-        let mut cached = lock(&self.export);
-        if let Some(export) = cached.as_ref()
-            && export.version() == snapshot.version()
-        {
-            return Ok(Arc::clone(export));
-        }
-        let export = Arc::new(ToolExport::for_snapshot(snapshot).map_err(errors::store)?);
-        *cached = Some(Arc::clone(&export));
-        Ok(export)
+        ToolExport::cached(&mut lock(&self.export), snapshot).map_err(errors::store)
     }
 
     /// The builder for `settings`, made once.
