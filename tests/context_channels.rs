@@ -218,12 +218,12 @@ fn tell_a_channel_mid_incident_comes_from_the_hints() {
     );
 }
 
-/// A message of several sentences: each sentence's best tool is sent, in the message
-/// channel's share of the list (or in the place of the ranking's last ones, when the list is
-/// full), after the rest: it never outranks the whole message's best. A message of one
-/// sentence, or `per_sentence` 0, selects as before.
+/// A message of several asks (here two sentences): each ask's best tool is sent, in the
+/// message channel's share of the list (or in the place of the ranking's last ones, when the
+/// list is full), after the rest: it never outranks the whole message's best. A message of one
+/// ask, or `per_ask` 0, selects as before.
 #[test]
-fn each_sentence_of_a_message_brings_its_best_tool_at_the_tail() {
+fn each_ask_of_a_message_brings_its_best_tool_at_the_tail() {
     use capstore::context::{MessagePolicy, Reason};
     use capstore::{TOOLS, Tool};
     let parts = [
@@ -251,19 +251,19 @@ fn each_sentence_of_a_message_brings_its_best_tool_at_the_tail() {
     assert_eq!(keys.last(), Some(&"share_update"), "{keys:?}");
     let tweet = selection.tools.last().expect("a tool");
     assert!(
-        matches!(tweet.reasons[0], Reason::Sentence { sentence: 2, .. }),
+        matches!(&tweet.reasons[0], Reason::Ask { position: 2, ask, .. } if &**ask == "Then share it with Bob please."),
         "{:?}",
         tweet.reasons
     );
     assert!(
         tweet.reasons[0]
             .to_string()
-            .ends_with("for sentence 2 of the message")
+            .ends_with("for 'Then share it with Bob please.'")
     );
     // Its first place is the whole message's best, as without sentences.
     let off = SelectionPolicy {
         message: MessagePolicy {
-            per_sentence: 0,
+            per_ask: 0,
             ..MessagePolicy::default()
         },
         ..SelectionPolicy::default()
@@ -282,12 +282,12 @@ fn each_sentence_of_a_message_brings_its_best_tool_at_the_tail() {
     assert_eq!(full.tools.len(), 11);
     assert_eq!(full.tools[..10], without.tools[..10]);
     assert_eq!(full.tools[10].key, tweet.key);
-    // One sentence: nothing changes.
-    let one = "Check the engine, tires, brakes, lights, doors and windows, then share it with Bob";
+    // One ask ("and windows" names no request of its own): nothing changes.
+    let one = "Check the engine, tires, brakes, lights, doors and windows, and share";
     let a = builder.select(&snap, &Turn::new(one)).expect("select");
     let b = ContextBuilder::with_policy(SelectionPolicy {
         message: MessagePolicy {
-            per_sentence: 0,
+            per_ask: 0,
             ..MessagePolicy::default()
         },
         ..SelectionPolicy::default()
@@ -296,4 +296,86 @@ fn each_sentence_of_a_message_brings_its_best_tool_at_the_tail() {
     .select(&snap, &Turn::new(one))
     .expect("select");
     assert_eq!(a.tools, b.tools);
+}
+
+/// Servers as units: in a request of several asks, a skill with no text of its own (an MCP
+/// server) that the message's ranking needs comes whole when it fits the request's budget,
+/// and the selection says why its list has the size it has; a message of one ask is sized by
+/// the tool limits as before.
+#[test]
+fn a_request_of_several_asks_gets_the_servers_it_needs_whole() {
+    use capstore::context::{ListSize, Reason};
+    use capstore::skills::register_skill;
+    use capstore::{Skill, Tool};
+    let store = Store::new();
+    store
+        .write(|tx| {
+            let weather = ["forecast", "alerts", "air_quality"].map(|t| {
+                Tool::new(format!("get_{t}"), format!("Weather data: {t} for a city"))
+                    .with_source("weather")
+            });
+            register_skill(tx, Skill::new("weather", ""), weather.to_vec())?;
+            let parks = ["search_parks", "park_details", "park_events", "campgrounds"].map(|t| {
+                Tool::new(t, format!("National parks: {t} by park code")).with_source("parks")
+            });
+            register_skill(tx, Skill::new("parks", ""), parks.to_vec())?;
+            let maps = ["geocode", "directions"]
+                .map(|t| Tool::new(t, format!("Maps: {t} between places")).with_source("maps"));
+            register_skill(tx, Skill::new("maps", ""), maps.to_vec())
+        })
+        .expect("catalog");
+    let snap = store.snapshot();
+    let builder = ContextBuilder::new();
+    let message = "Find national parks near Denver with campgrounds. Then check the weather \
+                   forecast for the weekend there.";
+    let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+    let keys: Vec<&str> = selection.keys().collect();
+    for key in [
+        "parks/search_parks",
+        "parks/park_details",
+        "parks/park_events",
+        "parks/campgrounds",
+    ] {
+        assert!(keys.contains(&key), "{key} missing: {keys:?}");
+    }
+    assert!(keys.contains(&"weather/get_forecast"), "{keys:?}");
+    assert!(!keys.contains(&"maps/directions"), "{keys:?}");
+    let whole = selection.get("parks/park_events").expect("sent");
+    assert!(
+        selection.tools.iter().any(|t| matches!(&t.reasons[0], Reason::Unit { skill, whole: true, .. } if &**skill == "parks")),
+        "{:?}",
+        whole.reasons
+    );
+    assert!(
+        matches!(
+            selection.size,
+            ListSize::Request {
+                asks: 2,
+                budget: 1200,
+                ..
+            }
+        ),
+        "{:?}",
+        selection.size
+    );
+    assert!(
+        selection
+            .size
+            .to_string()
+            .starts_with("2 asks: up to 1200 tokens")
+    );
+    // One ask: sized by the tool limits, no unit.
+    let one = builder
+        .select(&snap, &Turn::new("what's the weather forecast for Denver"))
+        .expect("select");
+    assert!(
+        matches!(one.size, ListSize::Tools { asks: 1, .. }),
+        "{:?}",
+        one.size
+    );
+    assert!(
+        one.tools
+            .iter()
+            .all(|t| !matches!(t.reasons[0], Reason::Unit { .. }))
+    );
 }

@@ -146,3 +146,37 @@ fn a_run_carries_the_list_and_records_the_models_calls() {
     assert_eq!(m.prefix_stable_same_topic, 100.0);
     assert_eq!(report.turns[3].cached_tokens, report.turns[2].tokens);
 }
+
+/// Conversations that name their kind are reported by kind too, each kind's figures from its
+/// own turns; a file that names none has no figures by kind.
+#[test]
+fn figures_by_kind_when_conversations_name_one() {
+    let store = Store::new();
+    store
+        .write(|tx| {
+            tx.insert(&TOOLS, Tool::new("send_email", "Send an email"))?;
+            tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city"))
+        })
+        .expect("tools");
+    let text = [
+        r#"{"id": "a", "kind": "mail", "turns": [{"user": "send an email to Ana", "gold": ["send_email"]}]}"#,
+        r#"{"id": "b", "kind": "weather", "turns": [{"user": "email me", "gold": ["get_weather"]}]}"#,
+        r#"{"id": "c", "kind": "mail", "turns": [{"user": "email Bo please", "gold": ["send_email"]}]}"#,
+    ]
+    .join("\n");
+    let conversations = parse_conversations("k.jsonl", &text).expect("parse");
+    assert_eq!(conversations[0].kind.as_deref(), Some("mail"));
+    let report =
+        run_conversations(&store.snapshot(), &ContextBuilder::new(), &conversations).expect("run");
+    let kinds: Vec<&str> = report.by_kind.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["mail", "weather"]);
+    let (mail, weather) = (&report.by_kind[0].1, &report.by_kind[1].1);
+    assert_eq!((mail.conversations, mail.turns), (2, 2));
+    assert_eq!(mail.recall, 100.0);
+    assert_eq!(weather.recall, 0.0);
+    assert!(mail.tokens_per_turn > 0.0);
+    let plain = r#"{"id": "a", "turns": [{"user": "send an email", "gold": ["send_email"]}]}"#;
+    let none = parse_conversations("p.jsonl", plain).expect("parse");
+    let report = run_conversations(&store.snapshot(), &ContextBuilder::new(), &none).expect("run");
+    assert!(report.by_kind.is_empty());
+}

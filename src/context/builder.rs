@@ -1,7 +1,8 @@
 //! The per-turn selection: query → exact names → skills and their dependencies → BM25 over
 //! tools (fused with the nearest tool vectors, in hybrid retrieval) → policy (filters,
-//! thresholds, limits, budget) → the message's own channel (its sentences, the whole message)
-//! → companions → the list carried across turns → a [`Selection`].
+//! thresholds, limits, budget) → the message's own channel (its asks, the whole message) → the
+//! request's size (its units, within its budget) → companions → the list carried across turns
+//! → a [`Selection`].
 
 use std::cell::RefCell;
 use std::fmt;
@@ -16,6 +17,7 @@ use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
+use super::asks::asks_in;
 use super::budget::{estimate_tokens, past_budget};
 use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
@@ -283,14 +285,31 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        let sentences = self.sentence_channel(snapshot, turn, tools_table)?;
-        let (mut needed, mut tokens) = self.merge_channels(
+        // A follow-up's clauses often point back ("and send it to her"), and the list it
+        // extends is carried: its asks are its sentences and lines.
+        let asks = asks_in(&turn.message, !reads_history);
+        let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
+        let (needed, tokens) = self.merge_channels(
             message,
-            sentences,
+            ask_tools,
             conversation,
             reads_history,
             &mut dropped,
         );
+        // A request of several asks: its units, within a budget that follows it.
+        let words = turn.message.unicode_words().count();
+        let sized = self.size_for_request(
+            snapshot,
+            &texts[..own],
+            words,
+            dense.as_deref(),
+            asks.len(),
+            needed,
+            tokens,
+            tools_table,
+            &mut dropped,
+        )?;
+        let (mut needed, mut tokens, size) = (sized.tools, sized.tokens, sized.size);
         let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
         tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
         dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));
@@ -308,6 +327,7 @@ impl ContextBuilder {
             query,
             tokens,
             no_match: !matched,
+            size,
         })
     }
 

@@ -12,6 +12,7 @@ use crate::bm25::HashedQuery;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
 
+use super::asks::Ask;
 use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
@@ -21,11 +22,6 @@ use super::policy::Retrieval;
 use super::query::weighted_terms;
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
-
-/// The fewest words a sentence needs to be searched on its own
-/// ([`ContextBuilder::sentence_channel`]): a shorter one ("Thanks.", "Sure, go ahead.") names
-/// no task.
-const SENTENCE_WORDS: usize = 4;
 
 impl ContextBuilder {
     /// Whether the turn's query reads more than its message: earlier messages or the names of
@@ -135,45 +131,45 @@ impl ContextBuilder {
         Ok(tools)
     }
 
-    /// The best tool of each sentence of a message of several (each of at least
-    /// [`SENTENCE_WORDS`] words): a message that asks for two things ("convert 20 liters to
-    /// gallons. Then post the result on Twitter") names its second in a sentence that the
-    /// whole message's ranking outweighs. Each sentence is searched alone (BM25 over its own
-    /// terms), and its best tool joins if the sentence's evidence is as clear as the message
-    /// channel asks of a message (`message.min_evidence`, its best score per word). In
-    /// sentence order, each tool once; empty for a message of one sentence. Labelled
-    /// [`Channel::Message`].
-    pub(super) fn sentence_channel<'a>(
+    /// The best tool of each ask of a message of several ([`asks`]): a message that asks for
+    /// two things ("refund the last payment and email her a receipt", "convert 20 liters to
+    /// gallons. Then post the result on Twitter") names each in a clause, a sentence or a list
+    /// item that the whole message's ranking (or a skill the message matches) outweighs. Each
+    /// ask is searched alone (BM25 over its own terms), and its best `message.per_ask` tools
+    /// join if the ask's evidence is as clear as the message channel asks of a message
+    /// (`message.min_evidence`, its best score per word). In the asks' order, each tool once;
+    /// empty for a message of one ask, or of more than `message.max_asks` (a task's
+    /// description, whose units say what it needs). Labelled [`Channel::Message`], with a
+    /// [`Reason::Ask`] that names the ask.
+    pub(super) fn ask_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
-        turn: &Turn,
+        asks: &[Ask<'_>],
         tools_table: RowLookup<'a, Tool>,
     ) -> Result<Vec<SelectedTool>, SelectError> {
         let p = self.policy();
-        if p.message.per_sentence == 0 {
-            return Ok(Vec::new());
-        }
-        let sentences: Vec<&str> = turn
-            .message
-            .unicode_sentences()
-            .filter(|s| s.unicode_words().count() >= SENTENCE_WORDS)
-            .collect();
-        if sentences.len() < 2 {
+        if p.message.per_ask == 0 || asks.len() < 2 || asks.len() > p.message.max_asks {
             return Ok(Vec::new());
         }
         let mut out: Vec<SelectedTool> = Vec::new();
-        for (position, sentence) in sentences.into_iter().enumerate() {
-            let query = weighted_terms(snapshot, &TOOLS, &[(sentence, 1.0)])?;
+        for ask in asks {
+            // The ask with what its hints add ("email her" a sent email), as the message.
+            let mut texts = vec![(ask.text, 1.0)];
+            for hint in self.hints.hints(&p.hints, ask.text) {
+                texts.push((hint.terms, p.hints.weight));
+            }
+            let query = weighted_terms(snapshot, &TOOLS, &texts)?;
             let terms: Vec<(&str, f32)> = query.iter().collect();
             let hashed = HashedQuery::new(&terms);
             let (hits, _filtered) =
-                self.search_tools(snapshot, &terms, &hashed, p.message.per_sentence)?;
+                self.search_tools(snapshot, &terms, &hashed, p.message.per_ask)?;
             drop(hashed);
-            let words = sentence.unicode_words().count().max(1);
+            let words = ask.text.unicode_words().count().max(1);
             let best = hits.first().map_or(0.0, |h| h.score);
             if best / (words as f32) < p.message.min_evidence {
                 continue;
             }
+            let text: Arc<str> = Arc::from(ask.text);
             for hit in hits {
                 if out.iter().any(|t| t.key == *hit.key) {
                     continue;
@@ -190,8 +186,9 @@ impl ContextBuilder {
                     tool,
                     rank: 0,
                     score: relative_score(hit.score, best),
-                    reasons: Reasons::one(Reason::Sentence {
-                        sentence: u32::try_from(position + 1).unwrap_or(u32::MAX),
+                    reasons: Reasons::one(Reason::Ask {
+                        ask: Arc::clone(&text),
+                        position: ask.position,
                         score: hit.score,
                     }),
                     channel: Channel::Message,

@@ -9,7 +9,7 @@ use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
 
 use super::query_terms::QueryTerms;
-use super::selection::{Channel, Reason, Reasons, SelectedTool, Selection};
+use super::selection::{Channel, ListSize, Reason, Reasons, SelectedTool, Selection};
 
 /// The name of the built-in discovery tool.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -113,6 +113,11 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
         }
     }
     let tokens = tools.iter().map(|t| t.tokens).sum();
+    let size = ListSize::Tools {
+        asks: 0,
+        turn_tools: tools.len(),
+        max_tools: tools.len(),
+    };
     Ok(Selection {
         version: snapshot.version(),
         tools,
@@ -121,5 +126,6 @@ pub fn all_tools(snapshot: &Snapshot) -> Result<Selection, StoreError> {
         query: QueryTerms::default(),
         tokens,
         no_match: false,
+        size,
     })
 }

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::bm25::{Attachment, KeyHit};
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::bm25::{Attachment, KeyHit, STOP_WORDS};
 use crate::embed::{self, Embedder};
 
 use super::error::SelectError;
@@ -42,12 +44,47 @@ pub(super) fn query_vector(
         })),
         None => {
             let terms = own.iter().skip(1).map(|&(terms, _)| terms);
-            let text = with_terms(&turn.message, terms);
+            let gist = gist(&turn.message);
+            let text = with_terms(gist.as_deref().unwrap_or(&turn.message), terms);
             let vectors = embedder.embed(&[text.as_ref()])?;
             embed::check_shape(embedder, 1, &vectors)?;
             Ok(vectors.into_iter().next().unwrap_or_default())
         }
     }
+}
+
+/// The most words of a message the embedder reads: a longer message (a task's description of
+/// 2,000 characters is about 350 words, past the model's 256-token window) is read as its
+/// [`gist`].
+pub const GIST_WORDS: usize = 64;
+
+/// What the embedder reads of a message longer than [`GIST_WORDS`] words: its words that are
+/// not stop words, in order, the first `GIST_WORDS` of them; `None` for a shorter message,
+/// read whole. The model's cost grows with the tokens it reads (MiniLM over its full 256-token
+/// window is ~6 GFLOP), and a long message's function words carry little of what it needs:
+/// the gist spends the model on the words that name the work, and covers more of the message
+/// than the window's first 256 tokens did.
+///
+/// ```
+/// let long = "please could you find the weather in Oslo and then ".repeat(10);
+/// let gist = capstore::context::gist(&long).expect("a long message");
+/// assert!(gist.starts_with("find weather Oslo find weather Oslo"));
+/// assert_eq!(capstore::context::gist("what's the weather in Oslo?"), None);
+/// ```
+pub fn gist(message: &str) -> Option<String> {
+    let words: Vec<&str> = message.unicode_words().collect();
+    if words.len() <= GIST_WORDS {
+        return None;
+    }
+    let content = words
+        .into_iter()
+        .filter(|w| {
+            STOP_WORDS
+                .binary_search(&w.to_lowercase().as_str())
+                .is_err()
+        })
+        .take(GIST_WORDS);
+    Some(content.collect::<Vec<_>>().join(" "))
 }
 
 /// The best `k` of the fusion of `lexical` (BM25 hits, best first) and `dense` (the

@@ -14,15 +14,19 @@
 //!    Pinned tools and skills are always in.
 //! 4. **Policy** ([`SelectionPolicy`]): tag filters, score thresholds, tool and skill limits, a
 //!    token budget, what to do when nothing matches.
-//! 5. **The message alone** ([`MessagePolicy`]): each sentence of a message of several is
-//!    searched on its own and brings its best tool; when the query read more than the message,
-//!    the whole message is searched on its own too, and its best few tools join the turn's
-//!    own, in front of the rest ([a turn's channels](#a-turns-channels)).
-//! 6. **Companions** ([`CompanionPolicy`]): the turn's tools bring the tools they need first,
+//! 5. **The message alone** ([`MessagePolicy`]): each ask of a message of several (clauses,
+//!    sentences, list items: [`asks`]) is searched on its own and brings its best tool; when
+//!    the query read more than the message, the whole message is searched on its own too, and
+//!    its best few tools join the turn's own, in front of the rest
+//!    ([a turn's channels](#a-turns-channels)).
+//! 6. **The request's size** ([`RequestPolicy`]): a request of several asks gets a budget in
+//!    tokens that follows it, and the servers it needs, whole when they fit
+//!    ([servers as units](#servers-as-units)).
+//! 7. **Companions** ([`CompanionPolicy`]): the turn's tools bring the tools they need first,
 //!    declared or learned from the agent's calls ([companions](#companions)).
-//! 7. **The list across turns**: last turn's list is carried on and the turn's new tools are
+//! 8. **The list across turns**: last turn's list is carried on and the turn's new tools are
 //!    appended; a list grown past `max_tools` is re-packed by staleness (below).
-//! 8. The [`Selection`] says, for each tool, why, and which channel brought it
+//! 9. The [`Selection`] says, for each tool, why, and which channel brought it
 //!    ([`Channel`]); for near misses, why not.
 //!
 //! Without a builder, [`all_tools`] sends everything. [`search_tools_definition`] and
@@ -50,13 +54,29 @@
 //! search of the message's few terms, on follow-ups only (the vectors are searched once for
 //! both).
 //!
-//! A message that asks for several things ("convert 20 liters to gallons. Afterwards, post
-//! the result on Twitter") names each in a sentence, and the whole message's ranking is
-//! outweighed by its longest request. So each sentence of at least four words, in a message of
-//! two or more, is searched alone too (BM25), and its best `message.per_sentence` tools join
-//! the message's ([`Reason::Sentence`]) when the sentence's evidence is as clear as the
-//! message channel asks (`message.min_evidence` a word). Cost: one BM25 search of a few terms
-//! per sentence, for messages of several sentences only.
+//! A message that asks for several things ("refund the last payment and email her a receipt",
+//! "convert 20 liters to gallons. Afterwards, post the result on Twitter") names each in an
+//! ask of its own: a clause, a sentence or a list item ([`asks`]). The whole message's ranking
+//! is outweighed by its longest ask, or by a skill one ask matches, whose tools fill the list.
+//! So in a message of two asks or more, each is searched alone too (BM25), and its best
+//! `message.per_ask` tools join the message's ([`Reason::Ask`], which names the ask) when the
+//! ask's evidence is as clear as the message channel asks (`message.min_evidence` a word); a
+//! matched skill's or the conversation's other tools make room for them, never the other way
+//! round. Cost: one BM25 search of a few terms per ask, for messages of several asks only.
+//!
+//! # Servers as units
+//! A request of several asks (a long task's description: "plan a bike ride around the park,
+//! check the weather that morning, find a café on the way") often needs a few servers whole,
+//! and an MCP server publishes no description for the skills' search to match. So a request
+//! of two asks or more is sized by a budget in tokens that follows it
+//! ([`RequestPolicy`]: `tokens_per_ask` an ask, at most the caller's `max_tokens`), and the
+//! skills with no text of their own are scored by their best tool in the message's ranking:
+//! those the request clearly needs come whole when they fit, and by their ranked tools when
+//! they do not ([`Reason::Unit`]). [`Selection::size`] says which way the list was sized
+//! ([`ListSize`]). A message of one ask, or a catalog whose skills all have text, is sized by
+//! the tool limits as before. With hybrid retrieval, a message longer than [`GIST_WORDS`]
+//! words is embedded as its [`gist`] (its first content words), which keeps a 2,000-character
+//! task's embedding to a fraction of the model's 256-token window.
 //!
 //! # Companions
 //! Some tools are needed although no message names them: the environment's prerequisites
@@ -166,11 +186,13 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
-//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5, `per_sentence` 1 |
+//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5, `per_ask` 1, `max_asks` 6 |
+//! | `request` | `max_tokens` 4,000, `tokens_per_ask` 600, `depth` 60, `min_relative_score` 0.5 |
 //! | `companions` | `max_tools` 4, `min_share` 0.3, `min_turns` 2 |
 //! | `hints` | weight 1; shapes: channel, issue number, mention, email address, URL, file, phone number; [`HintPolicy::default_phrases`] |
 //! | `retrieval` | lexical; hybrid: `depth` 40, lexical weight 0.2 to 0.85 around 0.5 BM25 a word and a 0.03 cosine separation |
 
+mod asks;
 mod budget;
 mod builder;
 mod candidates;
@@ -187,19 +209,23 @@ mod query;
 mod query_terms;
 mod selection;
 mod turn;
+mod units;
 
+pub use asks::{ASK_WORDS, Ask, asks};
 pub use budget::estimate_tokens;
 pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
 pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
 pub use error::SelectError;
 pub(crate) use hints::HintMatcher;
 pub use hints::{Hint, HintPolicy, PhraseHint, Shape, ShapeHint};
+pub use hybrid::{GIST_WORDS, gist};
 pub use policy::{
-    CompanionPolicy, HybridPolicy, MessagePolicy, NoMatch, PolicyError, Retrieval, SelectionPolicy,
+    CompanionPolicy, HybridPolicy, MessagePolicy, NoMatch, PolicyError, RequestPolicy, Retrieval,
+    SelectionPolicy,
 };
 pub use query_terms::QueryTerms;
 pub use selection::{
-    Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
+    Channel, DropReason, Dropped, ListSize, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
     SkillMatch,
 };
 pub use turn::{Conversation, PreviousTool, Turn};

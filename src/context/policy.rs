@@ -204,9 +204,16 @@ pub struct MessagePolicy {
     /// In hybrid retrieval, the channel also opens when the nearest tool vector's cosine with
     /// the message's is at least this. Default 0.5.
     pub min_cosine: f32,
-    /// In a message of several sentences, each sentence searched alone brings its best this
-    /// many tools, in front of the message's own (0 turns it off). Default 1.
-    pub per_sentence: usize,
+    /// In a message of several asks (clauses, sentences, list items: [`asks`](super::asks())),
+    /// each ask searched alone brings its best this many tools, which a matched skill's or the
+    /// conversation's other tools never push out (0 turns it off). Default 1. Read from JSON
+    /// under its earlier name `per_sentence` too.
+    #[serde(alias = "per_sentence")]
+    pub per_ask: usize,
+    /// A message of more asks than this is a task's description rather than a list of
+    /// requests: its sentences' best tools are too many to guarantee each a place, and what it
+    /// needs is found by its units ([`RequestPolicy`]). Default 6.
+    pub max_asks: usize,
 }
 
 impl Default for MessagePolicy {
@@ -216,7 +223,8 @@ impl Default for MessagePolicy {
             min_relative_score: 0.5,
             min_evidence: 0.3,
             min_cosine: 0.5,
-            per_sentence: 1,
+            per_ask: 1,
+            max_asks: 6,
         }
     }
 }
@@ -232,6 +240,67 @@ impl MessagePolicy {
         }
         if !self.min_cosine.is_finite() {
             return fail("message.min_cosine", "must be a finite number");
+        }
+        Ok(())
+    }
+}
+
+/// How a request of several asks sizes its list ([`asks`](super::asks())): a budget in tokens
+/// that follows the request, `tokens_per_ask` for each ask, at most `max_tokens`; and the
+/// skills with no text of their own (MCP servers) that it needs, found by their tools' text
+/// and sent whole when they fit ([units](super#servers-as-units)). A message of one ask is
+/// sized by the tool limits alone, as before.
+///
+/// ```
+/// use capstore::context::RequestPolicy;
+/// let r = RequestPolicy::default();
+/// assert_eq!((r.max_tokens, r.tokens_per_ask), (4000, 600));
+/// assert_eq!(r.budget(1), 0);
+/// assert_eq!(r.budget(3), 1800);
+/// assert_eq!(r.budget(12), 4000);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequestPolicy {
+    /// The ceiling of a request's budget, in estimated tokens of tool definitions (the
+    /// caller's: a long task gets the servers it needs up to here). 0 turns units off.
+    /// Default 4,000.
+    pub max_tokens: usize,
+    /// The budget each ask of a request adds. Default 600 (three or four tools).
+    pub tokens_per_ask: usize,
+    /// How deep the message's ranking is read for its units. Default 60.
+    pub depth: usize,
+    /// Units scoring at least this fraction of the best unit's score come. Default 0.5.
+    pub min_relative_score: f32,
+}
+
+impl Default for RequestPolicy {
+    fn default() -> Self {
+        RequestPolicy {
+            max_tokens: 4000,
+            tokens_per_ask: 600,
+            depth: 60,
+            min_relative_score: 0.5,
+        }
+    }
+}
+
+impl RequestPolicy {
+    /// The budget in tokens of a request of `asks` asks: `tokens_per_ask` each, at most
+    /// `max_tokens`; 0 for a message of one ask, which the tool limits size.
+    pub fn budget(&self, asks: usize) -> usize {
+        if asks < 2 {
+            return 0;
+        }
+        self.tokens_per_ask
+            .saturating_mul(asks)
+            .min(self.max_tokens)
+    }
+
+    fn validate(&self) -> Result<(), PolicyError> {
+        let fail = |field, reason| Err(PolicyError { field, reason });
+        if !(0.0..=1.0).contains(&self.min_relative_score) {
+            return fail("request.min_relative_score", "must be between 0 and 1");
         }
         Ok(())
     }
@@ -370,6 +439,9 @@ pub struct SelectionPolicy {
     /// What a message's shapes and phrases add to its query (`#status` a channel, "text her"
     /// an SMS): [`HintPolicy`]; [`HintPolicy::none`] for the message's own words only.
     pub hints: HintPolicy,
+    /// How a request of several asks sizes its list, and the units (skills with no text of
+    /// their own) it brings: [`RequestPolicy`].
+    pub request: RequestPolicy,
 }
 
 impl Default for SelectionPolicy {
@@ -401,6 +473,7 @@ impl Default for SelectionPolicy {
             message: MessagePolicy::default(),
             companions: CompanionPolicy::default(),
             hints: HintPolicy::default(),
+            request: RequestPolicy::default(),
         }
     }
 }
@@ -465,6 +538,7 @@ impl SelectionPolicy {
         }
         self.message.validate()?;
         self.companions.validate()?;
+        self.request.validate()?;
         self.hints.validate()?;
         let fractions = [
             ("min_relative_score", self.min_relative_score),

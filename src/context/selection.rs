@@ -67,13 +67,26 @@ pub enum Reason {
         #[serde(skip_serializing_if = "Option::is_none")]
         explanation: Option<Box<Explanation>>,
     },
-    /// One sentence of a message of several, searched alone, ranks it first (BM25): a
-    /// message that asks for several things names each in a sentence of its own.
-    Sentence {
-        /// The sentence's position in the message, from 1.
-        sentence: u32,
-        /// Its BM25 score for that sentence.
+    /// One ask of a message of several ([`asks`](super::asks())), searched alone, ranks it first
+    /// (BM25): a message that asks for several things names each in a clause, a sentence or a
+    /// list item of its own, and each ask gets its best tool.
+    Ask {
+        /// The ask's text.
+        ask: Arc<str>,
+        /// Its place among the message's asks, from 1.
+        position: u32,
+        /// Its BM25 score for that ask.
         score: f32,
+    },
+    /// A skill with no text of its own (an MCP server) that the request needs, found by its
+    /// tools' places in the message's ranking ([units](super#servers-as-units)).
+    Unit {
+        /// The skill.
+        skill: Arc<str>,
+        /// Its score: its best tool's score relative to the best tool of the message.
+        score: f32,
+        /// Whether the skill came whole (else only its tools that ranked, within the budget).
+        whole: bool,
     },
     /// A skill it belongs to matched the message.
     Skill {
@@ -283,8 +296,14 @@ impl std::fmt::Display for Reason {
                 }
                 write!(f, ", lexical weight {lexical_weight:.2})")
             }
-            Reason::Sentence { sentence, score } => {
-                write!(f, "BM25 {score:.2} for sentence {sentence} of the message")
+            Reason::Ask { ask, score, .. } => write!(f, "BM25 {score:.2} for '{ask}'"),
+            Reason::Unit {
+                skill,
+                score,
+                whole: true,
+            } => write!(f, "all of {skill}, which the request needs ({score:.2})"),
+            Reason::Unit { skill, score, .. } => {
+                write!(f, "of {skill}, which the request needs ({score:.2})")
             }
             Reason::Skill { skill, score } => write!(f, "skill {skill} matched ({score:.2})"),
             Reason::DependencyOf { skill, dependency } => {
@@ -575,6 +594,81 @@ pub struct Selection {
     pub tokens: usize,
     /// True when nothing matched and the no-match policy applied.
     pub no_match: bool,
+    /// Why the list has the size it has: the tool limits of a message of one ask, or the
+    /// budget of a request of several.
+    pub size: ListSize,
+}
+
+/// Why a [`Selection`]'s list has the size it has. Displayed as the explanation says it:
+///
+/// ```
+/// use capstore::context::ListSize;
+/// let one = ListSize::Tools { asks: 1, turn_tools: 11, max_tools: 24 };
+/// assert_eq!(one.to_string(), "1 ask: up to 11 tools of its own, 24 in the list");
+/// let three = ListSize::Request { asks: 3, budget: 1800, per_ask: 600, ceiling: 4000 };
+/// assert_eq!(three.to_string(), "3 asks: up to 1800 tokens of tools (600 an ask, at most 4000)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ListSize {
+    /// Sized by the tool limits: a message of one ask, or a request that no unit fills.
+    Tools {
+        /// The message's asks.
+        asks: usize,
+        /// The turn's own tools at most (`max_turn_tools`, and the message channel's share).
+        turn_tools: usize,
+        /// The list's tools at most (`max_tools`).
+        max_tools: usize,
+    },
+    /// Sized by the request: its units came within a budget of `per_ask` tokens an ask, at
+    /// most `ceiling` ([`RequestPolicy`](super::RequestPolicy)).
+    Request {
+        /// The request's asks.
+        asks: usize,
+        /// The budget in estimated tokens.
+        budget: usize,
+        /// The budget an ask adds.
+        per_ask: usize,
+        /// The caller's ceiling.
+        ceiling: usize,
+    },
+}
+
+impl Default for ListSize {
+    fn default() -> Self {
+        ListSize::Tools {
+            asks: 0,
+            turn_tools: 0,
+            max_tools: 0,
+        }
+    }
+}
+
+impl std::fmt::Display for ListSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match *self {
+            ListSize::Tools {
+                asks,
+                turn_tools,
+                max_tools,
+            } => write!(
+                f,
+                "{asks} ask{}: up to {turn_tools} tools of its own, {max_tools} in the list",
+                plural(asks)
+            ),
+            ListSize::Request {
+                asks,
+                budget,
+                per_ask,
+                ceiling,
+            } => write!(
+                f,
+                "{asks} ask{}: up to {budget} tokens of tools ({per_ask} an ask, at most {ceiling})",
+                plural(asks)
+            ),
+        }
+    }
 }
 
 impl Selection {

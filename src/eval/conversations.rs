@@ -51,6 +51,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,6 +74,10 @@ pub const SEARCH_DEPTH: usize = 5;
 pub struct ScriptedConversation {
     /// Unique within the file.
     pub id: String,
+    /// What kind of conversation it is (`"two_asks"`, `"multi_server"`, ...): the report gives
+    /// figures by kind when its conversations name one ([`ConversationReport::by_kind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// The user's turns, in order.
     pub turns: Vec<ScriptedTurn>,
 }
@@ -228,6 +233,9 @@ pub struct ConversationReport {
     pub turns: Vec<TurnRun>,
     /// The figures.
     pub metrics: ConversationMetrics,
+    /// The figures of each kind of conversation ([`ScriptedConversation::kind`]), in the
+    /// order the kinds first appear; empty when no conversation names its kind.
+    pub by_kind: Vec<(String, ConversationMetrics)>,
     /// Wall time of all the selections.
     #[serde(skip)]
     pub select_time: Duration,
@@ -242,7 +250,7 @@ pub struct ConversationReport {
 /// ```
 /// use capstore::context::ContextBuilder;
 /// use capstore::eval::{ScriptedConversation, ScriptedTurn, run_conversations};
-/// let c = ScriptedConversation { id: "c".into(), turns: vec![ScriptedTurn {
+/// let c = ScriptedConversation { id: "c".into(), kind: None, turns: vec![ScriptedTurn {
 ///     user: "hi".into(), gold: vec!["nope".into()], used: None, topic: None }] };
 /// let err = run_conversations(&capstore::Store::new().snapshot(), &ContextBuilder::new(), &[c]).unwrap_err();
 /// assert_eq!(err.to_string(), "conversation \"c\", turn 1: no tool \"nope\" in the store");
@@ -475,11 +483,45 @@ fn run(
         }
     }
     let metrics = ConversationMetrics::of(conversations.len(), &turns);
+    let by_kind = by_kind(conversations, &turns);
     Ok(ConversationReport {
         turns,
         metrics,
+        by_kind,
         select_time,
     })
+}
+
+/// The figures of each kind of the `conversations` that name one, from their `turns`.
+fn by_kind(
+    conversations: &[ScriptedConversation],
+    turns: &[TurnRun],
+) -> Vec<(String, ConversationMetrics)> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for kind in conversations.iter().filter_map(|c| c.kind.as_deref()) {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let ids: HashSet<&str> = conversations
+                .iter()
+                .filter(|c| c.kind.as_deref() == Some(kind))
+                .map(|c| c.id.as_str())
+                .collect();
+            let of_kind: Vec<TurnRun> = turns
+                .iter()
+                .filter(|t| ids.contains(t.conversation.as_str()))
+                .cloned()
+                .collect();
+            (
+                kind.to_string(),
+                ConversationMetrics::of(ids.len(), &of_kind),
+            )
+        })
+        .collect()
 }
 
 impl ConversationMetrics {

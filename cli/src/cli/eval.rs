@@ -375,11 +375,24 @@ fn print_conversations(file: &str, source: &str, report: &ConversationReport) {
         m.turns
     );
     say!(
-        "recall of each turn's tools: {:.1}% (every tool sent: {:.1}% of turns); within one search: {:.1}%",
+        "recall of each turn's tools: {:.1}% (every tool sent: {:.1}% of turns); within one search: {:.1}%; at {:.1} tools, {:.0} tokens a turn",
         m.recall,
         m.complete,
-        m.reachable
+        m.reachable,
+        m.tools_per_turn,
+        m.tokens_per_turn
     );
+    for (kind, k) in &report.by_kind {
+        say!(
+            "  {kind} ({} turns): recall {:.1}%, every tool sent {:.1}%, within one search {:.1}%; at {:.1} tools, {:.0} tokens a turn",
+            k.turns,
+            k.recall,
+            k.complete,
+            k.reachable,
+            k.tools_per_turn,
+            k.tokens_per_turn
+        );
+    }
     say!(
         "prefix-stable follow-ups: {:.1}% of {} within one topic, {:.1}% of all {}",
         m.prefix_stable_same_topic,

@@ -1,0 +1,328 @@
+//! A message's asks: the separate things one message asks for.
+//!
+//! "Refund the last Stripe payment from customer alice@example.com and email her a receipt"
+//! asks for two things; searched whole, its ranking follows whichever ask has the most words
+//! the catalog shares (or the skill they match), and the other ask's tool can fall off the
+//! list. So a message is cut into asks, and each is searched on its own
+//! ([`ContextBuilder::ask_channel`](super::ContextBuilder)):
+//!
+//! - each line of a message of several lines (a list item's marker, `-`, `*`, `•`, `1.`,
+//!   `2)`, is left out);
+//! - each sentence of a line;
+//! - each clause of a sentence, cut at a comma or a semicolon, or before a joining word that
+//!   starts a new request (`and`, `then`, `and then`, `also`, `plus`, `as well as`, `after
+//!   that`).
+//!
+//! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
+//! the piece before it: it names no request of its own. A message that
+//! comes out as one piece has one ask, itself, and no ask channel. Cost: one pass over the
+//! message's words; no allocation beyond the list of asks.
+
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::bm25::STOP_WORDS;
+
+/// The fewest words an ask needs, its joining word and stop words (`a`, `the`, `it`, ...) not
+/// counted: a shorter piece of a message ("and Lisbon", "and a file", "Thanks.") names no
+/// request of its own; "format the code" does.
+///
+/// ```
+/// assert_eq!(capstore::context::ASK_WORDS, 2);
+/// ```
+pub const ASK_WORDS: usize = 2;
+
+/// The fewest words of a sentence that is an ask when clauses are not cut (a follow-up's).
+const SENTENCE_WORDS: usize = 4;
+
+/// The words that, between two clauses, start a new request; longest first, as they are
+/// tried. Matched whole and case-insensitively, after a space or a comma, before a space or a
+/// comma.
+const JOINERS: &[&str] = &[
+    "and after that",
+    "and then",
+    "and also",
+    "as well as",
+    "after that",
+    "and",
+    "then",
+    "also",
+    "plus",
+];
+
+/// One ask of a message: a slice of it, and its place among the message's asks (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask<'m> {
+    /// The ask's text, borrowed from the message, its joining word and list marker left out.
+    pub text: &'m str,
+    /// Its place among the message's asks, from 1.
+    pub position: u32,
+}
+
+/// The asks of `message`, in the message's order. A message of one ask gives one, the message
+/// itself (trimmed); an empty message none.
+///
+/// ```
+/// use capstore::context::asks;
+/// let asks: Vec<&str> = asks("refund the last payment from alice@example.com and email her a receipt")
+///     .iter().map(|a| a.text).collect();
+/// assert_eq!(asks, ["refund the last payment from alice@example.com", "email her a receipt"]);
+/// // "and Lisbon" names no request of its own.
+/// assert_eq!(asks("find flights between Berlin and Lisbon").len(), 1);
+/// ```
+pub fn asks(message: &str) -> Vec<Ask<'_>> {
+    asks_in(message, true)
+}
+
+/// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`.
+pub(super) fn asks_in(message: &str, split_clauses: bool) -> Vec<Ask<'_>> {
+    let mut out: Vec<Ask<'_>> = Vec::new();
+    for line in message.lines() {
+        let line = strip_marker(line);
+        for sentence in line.split_sentence_bounds() {
+            let pieces = if split_clauses {
+                clauses(sentence)
+            } else {
+                vec![sentence]
+            };
+            for clause in pieces {
+                let text = clause.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';');
+                if text.unicode_words().next().is_none() {
+                    continue;
+                }
+                let position = u32::try_from(out.len() + 1).unwrap_or(u32::MAX);
+                out.push(Ask { text, position });
+            }
+        }
+    }
+    // A sentence or line too short to be a request of its own ("Thanks."), or one that
+    // introduces a list ("Two things:"), is no ask, unless it is all the message has.
+    if out.len() > 1 {
+        // Whole sentences (a follow-up's asks) need the words of a request: "Sure, go ahead."
+        let min = if split_clauses {
+            ASK_WORDS
+        } else {
+            SENTENCE_WORDS
+        };
+        let words = |text: &str| match split_clauses {
+            true => content_words(text),
+            false => text.unicode_words().count(),
+        };
+        out.retain(|a| words(a.text) >= min && !a.text.ends_with(':'));
+        for (i, ask) in out.iter_mut().enumerate() {
+            ask.position = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        }
+    }
+    out
+}
+
+/// `line` without a list item's marker (`-`, `*`, `•`, `1.`, `2)`, `a)`).
+fn strip_marker(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    if let Some(rest) = trimmed.strip_prefix(['-', '*', '•']) {
+        return rest;
+    }
+    let marker_end = trimmed
+        .char_indices()
+        .find(|&(_, c)| !c.is_ascii_alphanumeric())
+        .map(|(i, _)| i);
+    match marker_end {
+        Some(end @ 1..=2) => {
+            let (marker, rest) = trimmed.split_at(end);
+            let numbered = marker.chars().all(|c| c.is_ascii_digit())
+                || (marker.len() == 1 && marker.chars().all(|c| c.is_ascii_lowercase()));
+            match rest.strip_prefix(['.', ')']) {
+                Some(rest) if numbered && rest.starts_with(' ') => rest,
+                _ => trimmed,
+            }
+        }
+        _ => trimmed,
+    }
+}
+
+/// The clauses of `sentence`: cut at semicolons, at commas, and before each joining word
+/// (after a space or a comma), the joining words left out; then a piece of fewer than
+/// [`ASK_WORDS`] words joins the piece before it (the first, the piece after it), so that "the
+/// engine, tires and brakes" or "between Berlin and Lisbon" stay whole.
+fn clauses(sentence: &str) -> Vec<&str> {
+    let lower = sentence.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    // Each piece as (start, end) byte offsets; a boundary ends one piece at `cut` and starts
+    // the next at `next`.
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    let mut from = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let boundary = match bytes.get(i) {
+            Some(b';' | b',') => Some(i + 1),
+            _ if i > 0
+                && matches!(bytes.get(i - 1), Some(b' ' | b','))
+                && bytes.get(i).is_some_and(u8::is_ascii_alphabetic) =>
+            {
+                JOINERS
+                    .iter()
+                    .find(|j| joins_at(&lower, i, j))
+                    .map(|j| i + j.len())
+            }
+            _ => None,
+        };
+        match boundary {
+            Some(next) => {
+                pieces.push((from, i));
+                from = next;
+                i = next;
+            }
+            None => i += 1,
+        }
+    }
+    pieces.push((from, bytes.len()));
+    let words = |&(start, end): &(usize, usize)| sentence.get(start..end).map_or(0, content_words);
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(pieces.len());
+    let mut pending: Option<usize> = None;
+    for piece in pieces {
+        if words(&piece) >= ASK_WORDS {
+            merged.push((pending.take().unwrap_or(piece.0), piece.1));
+        } else if let Some(last) = merged.last_mut() {
+            last.1 = piece.1;
+        } else {
+            pending.get_or_insert(piece.0);
+        }
+    }
+    if let Some(start) = pending {
+        merged.push((start, bytes.len()));
+    }
+    merged
+        .into_iter()
+        .filter_map(|(start, end)| sentence.get(start..end))
+        .collect()
+}
+
+/// How many of `text`'s words are not stop words.
+fn content_words(text: &str) -> usize {
+    text.unicode_words()
+        .filter(|w| STOP_WORDS.binary_search(&w.to_lowercase().as_str()).is_err())
+        .count()
+}
+
+/// Whether `joiner` starts at byte `i` of `lower` as a whole word (followed by a space or a
+/// comma).
+fn joins_at(lower: &str, i: usize, joiner: &str) -> bool {
+    lower.get(i..).is_some_and(|rest| {
+        rest.starts_with(joiner) && matches!(rest.as_bytes().get(joiner.len()), Some(b' ' | b','))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(message: &str) -> Vec<&str> {
+        asks(message).into_iter().map(|a| a.text).collect()
+    }
+
+    #[test]
+    fn clauses_joined_by_and_or_then_are_asks() {
+        assert_eq!(
+            texts(
+                "refund the last Stripe payment from customer alice@example.com and email her a receipt"
+            ),
+            [
+                "refund the last Stripe payment from customer alice@example.com",
+                "email her a receipt"
+            ]
+        );
+        assert_eq!(
+            texts("merge the open pull request for the login fix, then deploy it to production"),
+            [
+                "merge the open pull request for the login fix",
+                "deploy it to production"
+            ]
+        );
+        assert_eq!(
+            texts(
+                "roll back the payments service to the previous release and silence the latency alert for an hour"
+            ),
+            [
+                "roll back the payments service to the previous release",
+                "silence the latency alert for an hour"
+            ]
+        );
+    }
+
+    #[test]
+    fn short_pieces_stay_with_the_clause_before() {
+        assert_eq!(
+            texts("find flights between Berlin and Lisbon"),
+            ["find flights between Berlin and Lisbon"]
+        );
+        assert_eq!(
+            texts("rerun the tests and then commit"),
+            ["rerun the tests and then commit"]
+        );
+        assert_eq!(texts("salt and pepper"), ["salt and pepper"]);
+        assert_eq!(
+            texts("Check the engine, tires, brakes and lights"),
+            ["Check the engine, tires, brakes and lights"]
+        );
+        // A joining word inside a word is no joining word.
+        assert_eq!(
+            texts("expand the standard header"),
+            ["expand the standard header"]
+        );
+    }
+
+    #[test]
+    fn a_list_of_requests_between_commas_is_asks() {
+        assert_eq!(
+            texts("run the linter with autofix, format the code, then commit the changes"),
+            [
+                "run the linter with autofix",
+                "format the code",
+                "commit the changes"
+            ]
+        );
+        assert_eq!(
+            texts("Sure, find me a hotel near Termini"),
+            ["Sure, find me a hotel near Termini"]
+        );
+    }
+
+    #[test]
+    fn sentences_lines_and_list_items_are_asks() {
+        assert_eq!(
+            texts("Two things:\n1. archive the newsletters\n2) draft a reply to my landlord"),
+            ["archive the newsletters", "draft a reply to my landlord"]
+        );
+        assert_eq!(
+            texts("- book a table for four\n* text Ana the address"),
+            ["book a table for four", "text Ana the address"]
+        );
+        assert_eq!(
+            texts("Convert 20 liters to gallons. Afterwards, post the result on Twitter. Thanks!"),
+            [
+                "Convert 20 liters to gallons.",
+                "Afterwards, post the result on Twitter."
+            ]
+        );
+        // "fix it" is too short to be an ask of its own.
+        assert_eq!(
+            texts("undo the last commit; then push the branch upstream"),
+            ["undo the last commit", "push the branch upstream"]
+        );
+    }
+
+    #[test]
+    fn a_message_of_one_ask_is_its_own_ask() {
+        let one = asks("  what's the weather in Oslo?  ");
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].text, "what's the weather in Oslo?");
+        assert_eq!(one[0].position, 1);
+        assert!(asks("").is_empty());
+        assert_eq!(texts("ok"), ["ok"]);
+        let numbered =
+            asks("check disk usage on db-1 and restart the api pods, then page the on-call");
+        assert_eq!(
+            numbered.iter().map(|a| a.position).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+    }
+}
