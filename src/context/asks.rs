@@ -199,7 +199,11 @@ fn clauses(sentence: &str) -> Vec<&str> {
 /// How many of `text`'s words are not stop words.
 fn content_words(text: &str) -> usize {
     text.unicode_words()
-        .filter(|w| STOP_WORDS.binary_search(&w.to_lowercase().as_str()).is_err())
+        .filter(|w| {
+            STOP_WORDS
+                .binary_search(&w.to_lowercase().as_str())
+                .is_err()
+        })
         .count()
 }
 
