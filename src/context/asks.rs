@@ -63,9 +63,9 @@ pub struct Ask<'m> {
 ///
 /// ```
 /// use capstore::context::asks;
-/// let asks: Vec<&str> = asks("refund the last payment from alice@example.com and email her a receipt")
+/// let texts: Vec<&str> = asks("refund the last payment from alice@example.com and email her a receipt")
 ///     .iter().map(|a| a.text).collect();
-/// assert_eq!(asks, ["refund the last payment from alice@example.com", "email her a receipt"]);
+/// assert_eq!(texts, ["refund the last payment from alice@example.com", "email her a receipt"]);
 /// // "and Lisbon" names no request of its own.
 /// assert_eq!(asks("find flights between Berlin and Lisbon").len(), 1);
 /// ```
