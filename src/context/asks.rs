@@ -20,7 +20,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::bm25::STOP_WORDS;
+use crate::bm25::stop_words::is_stop_word;
 
 /// The fewest words an ask needs, its joining word and stop words (`a`, `the`, `it`, ...) not
 /// counted: a shorter piece of a message ("and Lisbon", "and a file", "Thanks.") names no
@@ -199,11 +199,7 @@ fn clauses(sentence: &str) -> Vec<&str> {
 /// How many of `text`'s words are not stop words.
 fn content_words(text: &str) -> usize {
     text.unicode_words()
-        .filter(|w| {
-            STOP_WORDS
-                .binary_search(&w.to_lowercase().as_str())
-                .is_err()
-        })
+        .filter(|w| !is_stop_word(&w.to_lowercase()))
         .count()
 }
 

@@ -32,6 +32,7 @@ use super::selection::{
     SkillMatch,
 };
 use super::turn::Turn;
+use super::units::{MessageView, Sized};
 
 /// Chooses, for each turn, the tool definitions to send to the model.
 ///
@@ -241,10 +242,10 @@ impl ContextBuilder {
             }
             None => None,
         };
-        let fused = hybrid.zip(dense.as_ref()).map(|(hybrid, dense)| {
-            let words = turn.message.unicode_words().count();
-            fuse(&hits, dense.clone(), words, &hybrid, k)
-        });
+        let words = turn.message.unicode_words().count();
+        let fused = hybrid
+            .zip(dense.as_ref())
+            .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
         let explainer = Explainer {
@@ -289,7 +290,7 @@ impl ContextBuilder {
         // extends is carried: its asks are its sentences and lines.
         let asks = asks_in(&turn.message, !reads_history);
         let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
-        let (needed, tokens) = self.merge_channels(
+        let (needed, _) = self.merge_channels(
             message,
             ask_tools,
             conversation,
@@ -297,19 +298,21 @@ impl ContextBuilder {
             &mut dropped,
         );
         // A request of several asks: its units, within a budget that follows it.
-        let words = turn.message.unicode_words().count();
-        let sized = self.size_for_request(
-            snapshot,
-            &texts[..own],
+        let view = MessageView {
+            own: &texts[..own],
             words,
-            dense.as_deref(),
+            dense: dense.as_deref(),
+        };
+        let Sized { tools, size } = self.size_for_request(
+            snapshot,
+            &view,
             asks.len(),
             needed,
-            tokens,
             tools_table,
             &mut dropped,
         )?;
-        let (mut needed, mut tokens, size) = (sized.tools, sized.tokens, sized.size);
+        let mut needed = tools;
+        let mut tokens: usize = needed.iter().map(|t| t.tokens).sum();
         let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
         tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
         dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));

@@ -19,7 +19,7 @@ use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
-use super::query::weighted_terms;
+use super::query::{push_with_hints, weighted_terms};
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
 
@@ -154,10 +154,8 @@ impl ContextBuilder {
         let mut out: Vec<SelectedTool> = Vec::new();
         for ask in asks {
             // The ask with what its hints add ("email her" a sent email), as the message.
-            let mut texts = vec![(ask.text, 1.0)];
-            for hint in self.hints.hints(&p.hints, ask.text) {
-                texts.push((hint.terms, p.hints.weight));
-            }
+            let mut texts = Vec::new();
+            push_with_hints(&mut texts, ask.text, 1.0, p, &self.hints);
             let query = weighted_terms(snapshot, &TOOLS, &texts)?;
             let terms: Vec<(&str, f32)> = query.iter().collect();
             let hashed = HashedQuery::new(&terms);

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::bm25::{Attachment, KeyHit, STOP_WORDS};
+use crate::bm25::stop_words::is_stop_word;
+use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
 
 use super::error::SelectError;
@@ -72,19 +73,13 @@ pub const GIST_WORDS: usize = 64;
 /// assert_eq!(capstore::context::gist("what's the weather in Oslo?"), None);
 /// ```
 pub fn gist(message: &str) -> Option<String> {
-    let words: Vec<&str> = message.unicode_words().collect();
-    if words.len() <= GIST_WORDS {
-        return None;
-    }
-    let content = words
-        .into_iter()
-        .filter(|w| {
-            STOP_WORDS
-                .binary_search(&w.to_lowercase().as_str())
-                .is_err()
-        })
-        .take(GIST_WORDS);
-    Some(content.collect::<Vec<_>>().join(" "))
+    message.unicode_words().nth(GIST_WORDS)?;
+    let content: Vec<&str> = message
+        .unicode_words()
+        .filter(|w| !is_stop_word(&w.to_lowercase()))
+        .take(GIST_WORDS)
+        .collect();
+    Some(content.join(" "))
 }
 
 /// The best `k` of the fusion of `lexical` (BM25 hits, best first) and `dense` (the

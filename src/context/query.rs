@@ -22,20 +22,14 @@ pub(crate) fn weighted_texts<'t>(
     policy: &'t SelectionPolicy,
     hints: &HintMatcher,
 ) -> (Vec<(&'t str, f32)>, usize) {
-    let mut texts = vec![(turn.message.as_str(), 1.0)];
-    let add_hints = |texts: &mut Vec<(&'t str, f32)>, message: &'t str, weight: f32| {
-        for hint in hints.hints(&policy.hints, message) {
-            texts.push((hint.terms, weight * policy.hints.weight));
-        }
-    };
-    add_hints(&mut texts, &turn.message, 1.0);
+    let mut texts = Vec::new();
+    push_with_hints(&mut texts, &turn.message, 1.0, policy, hints);
     let own = texts.len();
     let mut weight = 1.0;
     for earlier in turn.history.iter().rev().take(policy.history_turns) {
         weight *= policy.history_decay;
         if weight > 0.0 {
-            texts.push((earlier.as_str(), weight));
-            add_hints(&mut texts, earlier, weight);
+            push_with_hints(&mut texts, earlier, weight, policy, hints);
         }
     }
     if policy.recent_tool_weight > 0.0 {
@@ -45,6 +39,21 @@ pub(crate) fn weighted_texts<'t>(
         }
     }
     (texts, own)
+}
+
+/// Pushes `text` with `weight` onto `texts`, then the terms its hints add (`weight` times the
+/// hints' weight): a message, an earlier one, or one ask of a message.
+pub(super) fn push_with_hints<'t>(
+    texts: &mut Vec<(&'t str, f32)>,
+    text: &'t str,
+    weight: f32,
+    policy: &'t SelectionPolicy,
+    hints: &HintMatcher,
+) {
+    texts.push((text, weight));
+    for hint in hints.hints(&policy.hints, text) {
+        texts.push((hint.terms, weight * policy.hints.weight));
+    }
 }
 
 /// Tokenizes weighted texts with `table`'s tokenizer and sums the weights per term, in term

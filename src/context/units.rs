@@ -24,60 +24,65 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::bm25::HashedQuery;
-use crate::store::{RowLookup, Snapshot};
+use crate::store::{Entry, RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
+use crate::{Skill, Tool};
 
 use super::budget::estimate_tokens;
 use super::builder::ContextBuilder;
 use super::candidates::relative_score;
 use super::error::SelectError;
 use super::hybrid::fuse;
-use super::policy::Retrieval;
+use super::policy::{HybridPolicy, Retrieval};
 use super::query::weighted_terms;
 use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, Reasons, SelectedTool};
 
 /// A unit's tools that the message's ranking holds, with their relative scores, best first.
 type Ranked<'a> = Vec<(&'a Arc<str>, f32)>;
 
-/// A skill the request needs, with the tools it brings.
-pub(super) struct Unit {
-    /// The tools, best first: all of the skill's when it came whole.
-    pub tools: Vec<SelectedTool>,
+/// What the units are found by: the message's own weighted texts (the message and its hints'
+/// terms), its words, and hybrid retrieval's nearest tool vectors to it.
+pub(super) struct MessageView<'q, 'a> {
+    pub own: &'q [(&'q str, f32)],
+    pub words: usize,
+    pub dense: Option<&'q [(&'a Arc<str>, f32)]>,
+}
+
+/// Whether `skill` has no text of its own for the skills' search to match (an MCP server's).
+fn has_no_text(skill: &Skill) -> bool {
+    skill.description.trim().is_empty() && skill.examples.is_empty()
 }
 
 impl ContextBuilder {
-    /// The units (skills with no text of their own) a request needs, within `budget` tokens,
-    /// best first ([the module's docs](self)). `own` are the message's own weighted texts, of
-    /// `words` words; `dense`, hybrid retrieval's nearest tool vectors to the message.
+    /// The tools of the units (skills with no text of their own) a request needs, within
+    /// `budget` tokens, unit by unit, the best unit first ([the module's docs](self)).
     pub(super) fn unit_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
-        own: &[(&str, f32)],
-        words: usize,
-        dense: Option<&[(&'a Arc<str>, f32)]>,
+        message: &MessageView<'_, 'a>,
         budget: usize,
         tools_table: RowLookup<'a, Tool>,
-    ) -> Result<Vec<Unit>, SelectError> {
+    ) -> Result<Vec<SelectedTool>, SelectError> {
         let p = self.policy();
         let r = &p.request;
-        if budget == 0 || snapshot.count(&SKILLS)? == 0 {
+        // A catalog whose skills all have text has no unit: no search for them.
+        if budget == 0 || !snapshot.iter(&SKILLS)?.records().any(has_no_text) {
             return Ok(Vec::new());
         }
         // The message's ranking, `depth` deep: (tool, score relative to the best).
-        let query = weighted_terms(snapshot, &TOOLS, own)?;
+        let query = weighted_terms(snapshot, &TOOLS, message.own)?;
         let terms: Vec<(&str, f32)> = query.iter().collect();
         let hashed = HashedQuery::new(&terms);
         let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, r.depth)?;
         drop(hashed);
-        let ranking: Vec<(&'a Arc<str>, f32)> = match (p.retrieval, dense) {
+        let ranking: Ranked<'a> = match (p.retrieval, message.dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => {
-                let hybrid = super::policy::HybridPolicy {
+                let hybrid = HybridPolicy {
                     depth: hybrid.depth.max(r.depth),
                     ..hybrid
                 };
-                let fused = fuse(&hits, dense.to_vec(), words, &hybrid, r.depth);
+                let fused = fuse(&hits, dense.to_vec(), message.words, &hybrid, r.depth);
                 let best = fused.first().map_or(0.0, |h| h.score);
                 fused
                     .iter()
@@ -91,30 +96,22 @@ impl ContextBuilder {
                     .collect()
             }
         };
-        // Each textless skill's score, and its ranked tools, best first.
+        // Each textless skill's ranked tools, best first.
         let mut scored: HashMap<&'a str, Ranked<'a>> = HashMap::new();
-        let textless = |name: &str| {
-            snapshot
-                .get(&SKILLS, name)
-                .ok()
-                .flatten()
-                .is_some_and(|s| s.description.trim().is_empty() && s.examples.is_empty())
-        };
         for &(key, score) in &ranking {
             let Some(entry) = tools_table.entry(key) else {
                 continue;
             };
             for skill in &entry.record.skills {
-                let Some(skill_row) = snapshot.get(&SKILLS, skill)? else {
-                    continue;
-                };
-                if !textless(skill) {
-                    continue;
+                match snapshot.get(&SKILLS, skill)? {
+                    Some(row) if has_no_text(row) => {
+                        scored
+                            .entry(row.name.as_str())
+                            .or_default()
+                            .push((key, score));
+                    }
+                    _ => {}
                 }
-                scored
-                    .entry(skill_row.name.as_str())
-                    .or_default()
-                    .push((key, score));
             }
         }
         // A unit scores as its best tool: a large server's many middling tools do not outvote
@@ -134,128 +131,112 @@ impl ContextBuilder {
             let Some(skill) = snapshot.get(&SKILLS, name)? else {
                 continue;
             };
-            let skill_name: Arc<str> = Arc::from(name);
-            let all: Vec<SelectedTool> = skill
+            // The skill's tools that pass the tag filters, each with its relative score.
+            let all: Vec<(Entry<'a, Tool>, f32)> = skill
                 .tools
                 .iter()
-                .filter_map(|key| {
-                    let entry = tools_table.entry(key)?;
-                    if self.tag_filter(entry.record).is_some() {
-                        return None;
-                    }
-                    let ranked = ranked_tools.iter().find(|(k, _)| ***k == **key);
-                    Some(SelectedTool {
-                        key: Arc::clone(entry.key),
-                        tokens: estimate_tokens(entry.record),
-                        tool: entry.shared()?,
-                        rank: 0,
-                        score: ranked.map_or(0.0, |&(_, s)| s),
-                        reasons: Reasons::one(Reason::Unit {
-                            skill: Arc::clone(&skill_name),
-                            score,
-                            whole: true,
-                        }),
-                        channel: Channel::Message,
-                    })
+                .filter_map(|key| tools_table.entry(key))
+                .filter(|entry| self.tag_filter(entry.record).is_none())
+                .map(|entry| {
+                    let score = ranked_tools
+                        .iter()
+                        .find(|(k, _)| *k == entry.key)
+                        .map_or(0.0, |&(_, s)| s);
+                    (entry, score)
                 })
                 .collect();
-            let whole: usize = all.iter().map(|t| t.tokens).sum();
-            let tools = if whole <= left {
-                // Best-ranked first, then the rest in the skill's order.
+            let whole = all
+                .iter()
+                .map(|(e, _)| estimate_tokens(e.record))
+                .sum::<usize>()
+                <= left;
+            // Whole: best-ranked first, then the rest in the skill's order. Otherwise its
+            // ranked tools, best first, each while it fits.
+            let mut chosen: Vec<(Entry<'a, Tool>, f32)> = if whole {
                 let mut all = all;
-                all.sort_by(|a, b| b.score.total_cmp(&a.score));
+                all.sort_by(|a, b| b.1.total_cmp(&a.1));
                 all
             } else {
-                let mut few: Vec<SelectedTool> = Vec::new();
-                let mut used = 0;
-                for (key, _) in &ranked_tools {
-                    if let Some(t) = all.iter().find(|t| t.key == **key)
-                        && used + t.tokens <= left
-                    {
-                        let mut t = t.clone();
-                        t.reasons = Reasons::one(Reason::Unit {
-                            skill: Arc::clone(&skill_name),
-                            score,
-                            whole: false,
-                        });
-                        used += t.tokens;
-                        few.push(t);
-                    }
-                }
-                few
+                ranked_tools
+                    .iter()
+                    .filter_map(|(key, _)| all.iter().find(|(e, _)| e.key == *key).copied())
+                    .collect()
             };
-            left = left.saturating_sub(tools.iter().map(|t| t.tokens).sum());
-            if !tools.is_empty() {
-                units.push(Unit { tools });
-            }
+            let reason = Reason::Unit {
+                skill: Arc::from(name),
+                score,
+                whole,
+            };
+            chosen.retain(|(entry, _)| {
+                let tokens = estimate_tokens(entry.record);
+                let fits = tokens <= left;
+                if fits {
+                    left -= tokens;
+                }
+                fits
+            });
+            units.extend(chosen.into_iter().filter_map(|(entry, score)| {
+                Some(SelectedTool {
+                    key: Arc::clone(entry.key),
+                    tokens: estimate_tokens(entry.record),
+                    tool: entry.shared()?,
+                    rank: 0,
+                    score,
+                    reasons: Reasons::one(reason.clone()),
+                    channel: Channel::Message,
+                })
+            }));
         }
         Ok(units)
     }
 }
 
-/// The turn's own tools, sized for the request: what [`ContextBuilder::size_for_request`]
-/// returns.
+/// The turn's own tools, sized for the request, and why the list has that size: what
+/// [`ContextBuilder::size_for_request`] returns.
 pub(super) struct Sized {
     pub tools: Vec<SelectedTool>,
-    pub tokens: usize,
     pub size: ListSize,
 }
 
 impl ContextBuilder {
-    /// The turn's own tools (`needed`, `tokens` of them, from the merged channels) sized for a
-    /// request of `asks` asks: for a message of one ask, or a request no unit fills, as they
-    /// are ([`ListSize::Tools`]); otherwise the tools that are never cut (pinned, named, found,
-    /// the asks' best), then the units' tools, then the rest of `needed`, within the request's
+    /// The turn's own tools (`needed`, from the merged channels) sized for a request of `asks`
+    /// asks: for a message of one ask, or a request no unit fills, as they are
+    /// ([`ListSize::Tools`]); otherwise the tools that are never cut (pinned, named, found, the
+    /// asks' best), then the units' tools, then the rest of `needed`, within the request's
     /// budget ([`ListSize::Request`]); those the budget cuts go to `dropped`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn size_for_request<'a>(
         &self,
         snapshot: &'a Snapshot,
-        own: &[(&str, f32)],
-        words: usize,
-        dense: Option<&[(&'a Arc<str>, f32)]>,
+        message: &MessageView<'_, 'a>,
         asks: usize,
         needed: Vec<SelectedTool>,
-        tokens: usize,
         tools_table: RowLookup<'a, Tool>,
         dropped: &mut Vec<Dropped>,
     ) -> Result<Sized, SelectError> {
         let p = self.policy();
-        let by_limits = ListSize::Tools {
-            asks,
-            turn_tools: self.own_tools(),
-            max_tools: p.max_tools,
+        let as_they_are = |tools| Sized {
+            tools,
+            size: ListSize::Tools {
+                asks,
+                turn_tools: self.own_tools(),
+                max_tools: p.max_tools,
+            },
         };
         let budget = p.request.budget(asks);
         if budget == 0 {
-            return Ok(Sized {
-                tools: needed,
-                tokens,
-                size: by_limits,
-            });
+            return Ok(as_they_are(needed));
         }
         let cost = |t: &SelectedTool| estimate_tokens(&t.tool);
         let kept: usize = needed.iter().filter(|t| never_cut(t)).map(cost).sum();
-        let units = self.unit_channel(
-            snapshot,
-            own,
-            words,
-            dense,
-            budget.saturating_sub(kept),
-            tools_table,
-        )?;
+        let units =
+            self.unit_channel(snapshot, message, budget.saturating_sub(kept), tools_table)?;
         if units.is_empty() {
-            return Ok(Sized {
-                tools: needed,
-                tokens,
-                size: by_limits,
-            });
+            return Ok(as_they_are(needed));
         }
-        let (first, rest): (Vec<SelectedTool>, Vec<SelectedTool>) =
+        let (mut tools, rest): (Vec<SelectedTool>, Vec<SelectedTool>) =
             needed.into_iter().partition(never_cut);
         let mut used = kept;
-        let mut tools = first;
-        for tool in units.into_iter().flat_map(|u| u.tools).chain(rest) {
+        for tool in units.into_iter().chain(rest) {
             if tools.iter().any(|t| t.key == tool.key) {
                 continue;
             }
@@ -278,10 +259,8 @@ impl ContextBuilder {
         for (rank, tool) in tools.iter_mut().enumerate() {
             tool.rank = rank;
         }
-        let tokens = tools.iter().map(|t| t.tokens).sum();
         Ok(Sized {
             tools,
-            tokens,
             size: ListSize::Request {
                 asks,
                 budget,
