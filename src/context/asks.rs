@@ -15,8 +15,8 @@
 //!
 //! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
 //! the piece before it: it names no request of its own. A message that
-//! comes out as one piece has one ask, itself, and no ask channel. Cost: one pass over the
-//! message's words; no allocation beyond the list of asks.
+//! comes out as one piece has one ask, itself, and no ask channel. Cost: a pass over each
+//! sentence's bytes (a lower-cased copy of it) and its words; a few small lists.
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -75,44 +75,40 @@ pub fn asks(message: &str) -> Vec<Ask<'_>> {
 
 /// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`.
 pub(super) fn asks_in(message: &str, split_clauses: bool) -> Vec<Ask<'_>> {
-    let mut out: Vec<Ask<'_>> = Vec::new();
+    let mut texts: Vec<&str> = Vec::new();
     for line in message.lines() {
-        let line = strip_marker(line);
-        for sentence in line.split_sentence_bounds() {
+        for sentence in strip_marker(line).split_sentence_bounds() {
             let pieces = if split_clauses {
                 clauses(sentence)
             } else {
                 vec![sentence]
             };
-            for clause in pieces {
-                let text = clause.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';');
-                if text.unicode_words().next().is_none() {
-                    continue;
-                }
-                let position = u32::try_from(out.len() + 1).unwrap_or(u32::MAX);
-                out.push(Ask { text, position });
-            }
+            texts.extend(
+                pieces
+                    .into_iter()
+                    .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
+                    .filter(|p| p.unicode_words().next().is_some()),
+            );
         }
     }
-    // A sentence or line too short to be a request of its own ("Thanks."), or one that
-    // introduces a list ("Two things:"), is no ask, unless it is all the message has.
-    if out.len() > 1 {
-        // Whole sentences (a follow-up's asks) need the words of a request: "Sure, go ahead."
-        let min = if split_clauses {
-            ASK_WORDS
-        } else {
-            SENTENCE_WORDS
+    // A sentence or line too short to be a request of its own ("Thanks."; a follow-up's whole
+    // sentence, "Sure, go ahead."), or one that introduces a list ("Two things:"), is no ask,
+    // unless it is all the message has.
+    if texts.len() > 1 {
+        let long_enough = |text: &str| match split_clauses {
+            true => content_words(text) >= ASK_WORDS,
+            false => text.unicode_words().count() >= SENTENCE_WORDS,
         };
-        let words = |text: &str| match split_clauses {
-            true => content_words(text),
-            false => text.unicode_words().count(),
-        };
-        out.retain(|a| words(a.text) >= min && !a.text.ends_with(':'));
-        for (i, ask) in out.iter_mut().enumerate() {
-            ask.position = u32::try_from(i + 1).unwrap_or(u32::MAX);
-        }
+        texts.retain(|t| long_enough(t) && !t.ends_with(':'));
     }
-    out
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Ask {
+            text,
+            position: u32::try_from(i + 1).unwrap_or(u32::MAX),
+        })
+        .collect()
 }
 
 /// `line` without a list item's marker (`-`, `*`, `•`, `1.`, `2)`, `a)`).
@@ -146,8 +142,8 @@ fn strip_marker(line: &str) -> &str {
 fn clauses(sentence: &str) -> Vec<&str> {
     let lower = sentence.to_ascii_lowercase();
     let bytes = lower.as_bytes();
-    // Each piece as (start, end) byte offsets; a boundary ends one piece at `cut` and starts
-    // the next at `next`.
+    // Each piece as (start, end) byte offsets: a boundary at `i` ends one piece there and
+    // starts the next after the comma, semicolon or joining word.
     let mut pieces: Vec<(usize, usize)> = Vec::new();
     let mut from = 0;
     let mut i = 0;
