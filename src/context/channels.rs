@@ -202,15 +202,16 @@ impl ContextBuilder {
     /// token budget; a tool both bring is the message's, with the conversation's reasons after
     /// its own. The message's tools come on top of the conversation's: a turn selects at most
     /// [`Self::own_tools`] (`max_turn_tools + message.max_tools`, within `max_tools`). Then the
-    /// `sentences`' best tools that are not among them take the places of the conversation
+    /// `asks`' best tools that are not among them take the places of the conversation
     /// search's last ones (never a pinned tool, the message's, or one named, found or called),
-    /// and rank after the rest: a sentence's best never outranks the whole message's. Those the limits cut are reported in `dropped`. Each tool is labelled with
+    /// and rank after the rest: an ask's best never outranks the whole message's. Those the
+    /// limits cut are reported in `dropped`. Each tool is labelled with
     /// the channel that brought it: without history (`reads_history` false) the conversation
     /// is the message alone. Returns the tools, ranked, and their tokens.
     pub(super) fn merge_channels(
         &self,
         message: Vec<SelectedTool>,
-        sentences: Vec<SelectedTool>,
+        asks: Vec<SelectedTool>,
         conversation: Vec<SelectedTool>,
         reads_history: bool,
         dropped: &mut Vec<Dropped>,
@@ -231,7 +232,7 @@ impl ContextBuilder {
             }
         }
         let pinned_keys: HashSet<Arc<str>> = pinned.iter().map(|t| Arc::clone(&t.key)).collect();
-        // What a sentence's best may take the place of: the conversation search's ranking (not
+        // What an ask's best may take the place of: the conversation search's ranking (not
         // a name written in the message, a tool the model found or called).
         let searched: HashSet<Arc<str>> = rest
             .iter()
@@ -271,14 +272,12 @@ impl ContextBuilder {
             used += tool.tokens;
             tools.push(tool);
         }
-        // The sentences' tools not in yet take the conversation's last places.
-        for sentence in sentences {
-            if tools.iter().any(|t| t.key == sentence.key) {
+        // The asks' tools not in yet take the conversation's last places.
+        for ask in asks {
+            if tools.iter().any(|t| t.key == ask.key) {
                 continue;
             }
-            while tools.len() >= limit
-                || past_budget(p.token_budget, used, sentence.tokens).is_some()
-            {
+            while tools.len() >= limit || past_budget(p.token_budget, used, ask.tokens).is_some() {
                 let Some(last) = tools.iter().rposition(|t| searched.contains(&*t.key)) else {
                     break;
                 };
@@ -286,9 +285,9 @@ impl ContextBuilder {
                 used -= out.tokens;
                 cut.push((out, DropReason::MaxTools { max: limit }));
             }
-            if tools.len() < limit && past_budget(p.token_budget, used, sentence.tokens).is_none() {
-                used += sentence.tokens;
-                tools.push(sentence);
+            if tools.len() < limit && past_budget(p.token_budget, used, ask.tokens).is_none() {
+                used += ask.tokens;
+                tools.push(ask);
             }
         }
         for (tool, reason) in cut {

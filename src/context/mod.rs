@@ -41,7 +41,7 @@
 //!
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
-//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its sentences alone (BM25) | each sentence's best and the message's best few, always (appended if new) |
+//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its asks alone (BM25) | each ask's best and the message's best few, always (appended if new) |
 //! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; of its search hits new to the list, all but the best `repack_for_conversation` only while the list has room |
 //! | [`Channel::Companion`] | the turn's tools' declared requirements and learned companions | appended after the turn's own, within `companions.max_tools` and the list's limits |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
