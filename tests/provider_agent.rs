@@ -190,6 +190,18 @@ async fn a_turn_runs_tools_until_the_model_answers() {
         Some(Message::ToolResult { is_error: true, .. })
     ));
     assert!(tool_names(&seen[0]).contains(&"search_tools".to_string()));
+    // The search tool says what it can find: the store's sources, each with its tools.
+    let search = seen[0]
+        .tools
+        .iter()
+        .find(|t| t["function"]["name"] == "search_tools")
+        .expect("search_tools offered");
+    let description = search["function"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("github (1 tool: search)")
+            && description.contains("web (1 tool: search)"),
+        "{description}"
+    );
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::context::{
     ContextBuilder, Conversation, SEARCH_TOOLS, SelectError, Selection, all_tools, search_tools,
-    search_tools_definition,
+    search_tools_definition_for,
 };
 use crate::events::{Event, EventBus};
 use crate::exec::{Executor, ToolCall};
@@ -469,7 +469,8 @@ impl<M: Model> Agent<M> {
         let export = self.export_for(&snapshot)?;
         let mut tools = export.selection_json(self.provider, &selection);
         if self.offer_search_tools {
-            let def = search_tools_definition();
+            // Its description names the skills and servers it can find (O(skills + sources)).
+            let def = search_tools_definition_for(&snapshot)?;
             // Under its own name, never a catalog tool's: the export reserves it
             // (`RESERVED_EXPORT_NAMES`), even from a catalog tool keyed `search_tools`.
             tools.push(ToolExport::default().tool_json(self.provider, SEARCH_TOOLS, &def));

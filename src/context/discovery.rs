@@ -1,12 +1,16 @@
 //! On-demand discovery: the built-in `search_tools` tool the model can call to pull in tools
-//! the builder did not pick, and the "no builder" baseline that sends everything.
+//! the builder did not pick, the outline of what it can find (so the model knows when to
+//! search), and the "no builder" baseline that sends everything.
+//!
+//! Cost: the outline reads the skills table and the distinct values of the tools' `source`
+//! index, O(skills + sources), never every tool.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Tool;
 use crate::store::{Snapshot, StoreError};
-use crate::tables::TOOLS;
+use crate::tables::{SKILLS, TOOLS, TOOLS_BY_SOURCE};
 
 use super::query_terms::QueryTerms;
 use super::selection::{Channel, ListSize, Reason, Reasons, SelectedTool, Selection};
@@ -29,19 +33,143 @@ const MAX_LIMIT: usize = 20;
 /// assert_eq!(def.input_schema.to_value()["required"][0], "query");
 /// ```
 pub fn search_tools_definition() -> Tool {
-    Tool::new(
-        SEARCH_TOOLS,
-        "Search the catalog of available tools by what you need to do. Returns matching tools' \
-         names and descriptions; they become callable from the next turn on.",
-    )
-    .with_input_schema(json!({
+    Tool::new(SEARCH_TOOLS, SEARCH_TOOLS_PURPOSE).with_input_schema(search_tools_schema())
+}
+
+/// [`search_tools_definition`] whose description also says what the search can find: the
+/// [`catalog_outline`] of `snapshot` (its skills and servers, each with a few of its tools).
+/// A model that sees "payments (6 tools: refund_charge, list_charges, ...)" knows to search
+/// when the task needs a refund and no refund tool was sent.
+///
+/// ```
+/// use capstore::context::search_tools_definition_for;
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("refund_charge", "Refund a charge").with_source("payments")))?;
+/// let def = search_tools_definition_for(&store.snapshot())?;
+/// assert!(def.description.contains("payments (1 tool: refund_charge)"), "{}", def.description);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn search_tools_definition_for(snapshot: &Snapshot) -> Result<Tool, StoreError> {
+    let outline = catalog_outline(snapshot)?;
+    let description = if outline.is_empty() {
+        SEARCH_TOOLS_PURPOSE.to_string()
+    } else {
+        let count = snapshot.count(&TOOLS)?;
+        format!("{SEARCH_TOOLS_PURPOSE} Its {count} tools include those of: {outline}.")
+    };
+    Ok(Tool::new(SEARCH_TOOLS, description).with_input_schema(search_tools_schema()))
+}
+
+/// How many groups (skills, then sources) [`catalog_outline`] names before "and N more".
+pub const OUTLINE_GROUPS: usize = 30;
+
+/// How many of a group's tools [`catalog_outline`] names.
+const OUTLINE_TOOLS: usize = 4;
+
+/// At most this many characters of a skill's description in the outline.
+const OUTLINE_DESCRIPTION_CHARS: usize = 80;
+
+/// What a search over `snapshot`'s tools can find, in one line for a tool description: each
+/// skill by its description (its first sentence) or, for a skill with no text of its own (an
+/// MCP server imported as a skill), by its tools; then each tool source (an MCP server, a
+/// plug-in) no skill of the same name stands for, by its tools. At most [`OUTLINE_GROUPS`] groups, in name order, then "and N more". Empty for
+/// an empty store.
+///
+/// ```
+/// use capstore::context::catalog_outline;
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     register_skill(tx, Skill::new("email", "Read and send email. Drafts too."), vec![Tool::new("send_email", "Send")])?;
+///     register_skill(tx, Skill::new("weather", ""), vec![Tool::new("forecast", ""), Tool::new("alerts", "")])
+/// })?;
+/// assert_eq!(
+///     catalog_outline(&store.snapshot())?,
+///     "email (Read and send email.); weather (2 tools: forecast, alerts)"
+/// );
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub fn catalog_outline(snapshot: &Snapshot) -> Result<String, StoreError> {
+    let mut groups: Vec<String> = Vec::new();
+    let mut total = 0;
+    let mut skill_names = std::collections::HashSet::new();
+    for skill in snapshot.iter(&SKILLS)?.records() {
+        skill_names.insert(skill.name.as_str());
+        total += 1;
+        if groups.len() == OUTLINE_GROUPS {
+            continue;
+        }
+        let first_sentence = skill.description.split_inclusive(". ").next().unwrap_or("");
+        let text = first_sentence.trim();
+        groups.push(if text.is_empty() {
+            let names = skill.tools.iter().map(|k| short_name(k));
+            format!(
+                "{} ({})",
+                skill.name,
+                tools_phrase(skill.tools.len(), names)
+            )
+        } else {
+            format!("{} ({})", skill.name, clip(text, OUTLINE_DESCRIPTION_CHARS))
+        });
+    }
+    for (source, count) in snapshot.index_values(&TOOLS, "source")? {
+        if skill_names.contains(&**source) {
+            continue;
+        }
+        total += 1;
+        if groups.len() == OUTLINE_GROUPS {
+            continue;
+        }
+        let tools = snapshot.by(&TOOLS_BY_SOURCE, source)?;
+        let names = tools.keys().take(OUTLINE_TOOLS).map(|k| short_name(k));
+        groups.push(format!("{source} ({})", tools_phrase(count, names)));
+    }
+    let more = total - groups.len();
+    let mut outline = groups.join("; ");
+    if more > 0 {
+        outline.push_str(&format!("; and {more} more"));
+    }
+    Ok(outline)
+}
+
+/// "2 tools: forecast, alerts" (the first [`OUTLINE_TOOLS`] names, then "...").
+fn tools_phrase<'a>(count: usize, names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.take(OUTLINE_TOOLS).collect();
+    let noun = if count == 1 { "tool" } else { "tools" };
+    let etc = if count > names.len() { ", ..." } else { "" };
+    format!("{count} {noun}: {}{etc}", names.join(", "))
+}
+
+/// A qualified name's last part (`payments/refund_charge` → `refund_charge`).
+fn short_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+/// `text` cut to at most `max` characters, at a character boundary, with "..." when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}...", text[..end].trim_end()),
+    }
+}
+
+/// What `search_tools` does, the first words of its description.
+const SEARCH_TOOLS_PURPOSE: &str = "Search the catalog of available tools by what you need to \
+     do. Returns matching tools' names and descriptions; they become callable from the next \
+     turn on.";
+
+/// `search_tools`' input schema: a query and an optional limit.
+fn search_tools_schema() -> Value {
+    json!({
         "type": "object",
         "properties": {
             "query": { "type": "string", "description": "What the tool should do" },
             "limit": { "type": "integer", "description": "How many tools to return (default 5, at most 20)" }
         },
         "required": ["query"]
-    }))
+    })
 }
 
 /// One tool found by [`search_tools`].

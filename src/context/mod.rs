@@ -214,7 +214,10 @@ mod units;
 pub use asks::{ASK_WORDS, Ask, asks};
 pub use budget::estimate_tokens;
 pub use builder::{ContextBuilder, MAX_TOOLS_NEAR_MISSES};
-pub use discovery::{FoundTool, SEARCH_TOOLS, all_tools, search_tools, search_tools_definition};
+pub use discovery::{
+    FoundTool, OUTLINE_GROUPS, SEARCH_TOOLS, all_tools, catalog_outline, search_tools,
+    search_tools_definition, search_tools_definition_for,
+};
 pub use error::SelectError;
 pub(crate) use hints::HintMatcher;
 pub use hints::{Hint, HintPolicy, PhraseHint, Shape, ShapeHint};

@@ -12,7 +12,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
-use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn};
+use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn, catalog_outline};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
@@ -748,13 +748,20 @@ fn listed_tool(name: &str, tool: &Tool) -> rmcp::model::Tool {
 
 fn search_tool(snap: &Snapshot) -> rmcp::model::Tool {
     let count = snap.count(&TOOLS).unwrap_or(0);
+    // What it can find, so a client's model knows when to search (O(skills + servers)).
+    let outline = catalog_outline(snap).unwrap_or_default();
+    let servers = if outline.is_empty() {
+        String::new()
+    } else {
+        format!(" They include those of: {outline}.")
+    };
     rmcp::model::Tool::new(
         SEARCH_TOOLS,
         format!(
             "Find the right tool among the {count} tools of the connected MCP servers. Describe \
              the task in plain words; the answer lists the best-matching tools with their \
              names, descriptions and input schemas (and the skills they belong to). Then run \
-             one with call_tool."
+             one with call_tool.{servers}"
         ),
         object(json!({
             "type": "object",

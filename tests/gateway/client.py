@@ -62,6 +62,10 @@ async def main():
                 tools = await session.list_tools()
                 names = sorted(t.name for t in tools.tools)
                 check("tools/list shows search_tools and call_tool only", names == ["call_tool", "search_tools"], names)
+                described = next(t.description for t in tools.tools if t.name == "search_tools")
+                check("search_tools names the servers it can find, with their tools",
+                      "files (" in described and "time (" in described and " tools: " in described,
+                      described)
 
                 found = await search(session, "write a note to a file")
                 picks = [t["name"] for t in found["tools"]]
