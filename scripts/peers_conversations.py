@@ -17,7 +17,14 @@ nothing carried across turns), and prints one markdown row per selection:
               the K best (ties by key).
   BFCL        BFCL's own setting: every tool of the API classes the turn's `topic` names
               (`topic` = the classes joined by "+", mapped to catalog skills by CLASS_TO_SKILL;
-              an unknown class is an error).
+              an unknown class is an error). Only for a catalog that has BFCL's skills.
+  servers     MCP-Bench's setting, for conversations that name their `gold_servers`: every
+              tool of the task's own servers (an oracle of servers as units).
+
+With --tokens C1,C2,... each retriever (bm25s, MiniLM, RRF) is also given each token ceiling
+instead of a count: it sends its ranked tools in order, each while it fits in the ceiling (a
+tool that does not fit is skipped, as capstore's token budget skips it), so its rows stand
+beside capstore's at the same tokens a turn.
 
 Texts
 - bm25s document of a tool, exactly: "\\n".join([words(name), description] +
@@ -45,8 +52,8 @@ second run skips the (slow, float64, one text at a time) forward passes. Determi
 
 Run (from anywhere; makes .test-deps/peers-venv when missing):
     bash scripts/peers_conversations.sh [--catalog FILE] [--conversations FILE] [--k 15]
-        [--depth 40] [--rrf-k 60] [--json OUT] [--minilm-text document|name-description]
-        [--model DIR]
+        [--depth 40] [--rrf-k 60] [--tokens 2000,4000] [--json OUT]
+        [--minilm-text document|name-description] [--model DIR]
 Defaults: ../shared/data/bfcl_multi_turn/{catalog.json,conversations.jsonl}, the model
 directory scripts/minilm.sh prints.
 """
@@ -195,6 +202,9 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=15, help="tools a turn (default 15)")
     ap.add_argument("--depth", type=int, default=40, help="each ranking's depth in RRF (default 40)")
     ap.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default 60)")
+    ap.add_argument("--tokens", default="",
+                    help="token ceilings a turn, comma-separated: each retriever also sends its ranked tools "
+                         "while they fit in each (e.g. 2000,4000,8000)")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON to OUT")
     ap.add_argument("--minilm-text", choices=["document", "name-description"], default="document",
                     help="the text MiniLM embeds per tool (default: the bm25s document)")
@@ -216,13 +226,24 @@ def main() -> int:
     keys = sorted(tools)
     tokens = {key: estimate_tokens(tools[key]) for key in keys}
     no_schema = [k for k in keys if schema_of(tools[k]) is EMPTY_SCHEMA]
-    for cls, skill in CLASS_TO_SKILL.items():
-        if skill not in by_skill:
-            sys.exit(f"class {cls} maps to skill {skill!r}, which the catalog lacks")
+    # BFCL's setting needs BFCL's skills: all of them, or (another catalog) none.
+    bfcl_skills = [skill for skill in CLASS_TO_SKILL.values() if skill in by_skill]
+    if bfcl_skills and len(bfcl_skills) != len(CLASS_TO_SKILL):
+        missing = sorted(set(CLASS_TO_SKILL.values()) - set(bfcl_skills))
+        sys.exit(f"the catalog has some of BFCL's skills but not {missing}")
+    ceilings = [int(c) for c in args.tokens.split(",") if c.strip()]
+    if any(c <= 0 for c in ceilings):
+        sys.exit(f"--tokens wants positive numbers, got {args.tokens!r}")
 
     with open(args.conversations, encoding="utf-8") as f:
         conversations = [json.loads(line) for line in f if line.strip()]
     turns = [t for c in conversations for t in c["turns"]]
+    # Each turn's conversation's servers (MCP-Bench), when it names them.
+    servers_of = [c.get("gold_servers") for c in conversations for _ in c["turns"]]
+    for names in servers_of:
+        for name in names or []:
+            if name not in by_skill:
+                sys.exit(f"gold server {name!r} is not a skill of the catalog")
     for t in turns:
         for g in t["gold"]:
             if g not in tools:
@@ -253,13 +274,32 @@ def main() -> int:
             out += by_skill[CLASS_TO_SKILL[cls]]
         return out
 
-    selections = {
-        f"bm25s, message alone, top {args.k}": [r[: args.k] for r in bm25_rankings],
-        f"MiniLM ({args.minilm_text}), message alone, top {args.k}": [r[: args.k] for r in minilm_rankings],
-        f"RRF of the two (k {args.rrf_k:g}, depth {args.depth}), message alone, top {args.k}":
-            [rrf([b, m], args.depth, args.rrf_k)[: args.k] for b, m in zip(bm25_rankings, minilm_rankings)],
-        "BFCL's own setting: every tool of the conversation's API classes": [bfcl(t) for t in turns],
+    def within(ranking, ceiling):
+        """The ranking's tools in order, each while it fits in `ceiling` tokens."""
+        out, used = [], 0
+        for key in ranking:
+            if used + tokens[key] <= ceiling:
+                out.append(key)
+                used += tokens[key]
+        return out
+
+    rrf_rankings = [rrf([b, m], args.depth, args.rrf_k) for b, m in zip(bm25_rankings, minilm_rankings)]
+    retrievers = {
+        "bm25s": bm25_rankings,
+        f"MiniLM ({args.minilm_text})": minilm_rankings,
+        f"RRF of the two (k {args.rrf_k:g}, depth {args.depth})": rrf_rankings,
     }
+    selections = {}
+    for name, rankings in retrievers.items():
+        selections[f"{name}, message alone, top {args.k}"] = [r[: args.k] for r in rankings]
+    for ceiling in ceilings:
+        for name, rankings in retrievers.items():
+            selections[f"{name}, message alone, within {ceiling:,} tokens"] = [within(r, ceiling) for r in rankings]
+    if bfcl_skills:
+        selections["BFCL's own setting: every tool of the conversation's API classes"] = [bfcl(t) for t in turns]
+    if all(servers_of):
+        selections["every tool of the task's own servers"] = [
+            [k for name in names for k in by_skill[name]] for names in servers_of]
 
     rows = []
     for name, sent_lists in selections.items():
@@ -296,7 +336,7 @@ def main() -> int:
     if args.json:
         out = {
             "catalog": os.path.relpath(args.catalog, ROOT), "conversations": os.path.relpath(args.conversations, ROOT),
-            "k": args.k, "depth": args.depth, "rrf_k": args.rrf_k, "minilm_text": args.minilm_text,
+            "k": args.k, "tokens": ceilings, "depth": args.depth, "rrf_k": args.rrf_k, "minilm_text": args.minilm_text,
             "conversations_count": len(conversations), "turns": len(turns), "turns_with_gold": gold_turns,
             "rows": [{**r, "recall": round(r["recall"], 2), "complete": round(r["complete"], 2),
                       "tools_per_turn": round(r["tools_per_turn"], 2),

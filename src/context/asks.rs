@@ -70,36 +70,50 @@ pub struct Ask<'m> {
 /// assert_eq!(asks("find flights between Berlin and Lisbon").len(), 1);
 /// ```
 pub fn asks(message: &str) -> Vec<Ask<'_>> {
-    asks_in(message, true)
+    asks_in(message, true, usize::MAX)
 }
 
-/// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`.
-pub(super) fn asks_in(message: &str, split_clauses: bool) -> Vec<Ask<'_>> {
-    let mut texts: Vec<&str> = Vec::new();
-    for line in message.lines() {
-        for sentence in strip_marker(line).split_sentence_bounds() {
-            let pieces = if split_clauses {
-                clauses(sentence)
-            } else {
-                vec![sentence]
-            };
-            texts.extend(
-                pieces
-                    .into_iter()
-                    .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
-                    .filter(|p| p.unicode_words().next().is_some()),
-            );
-        }
-    }
+/// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`; the
+/// first `at_most` of them (a selection stops counting where more asks change nothing, so a
+/// long task's description is not cut up to its end).
+pub(super) fn asks_in(message: &str, split_clauses: bool, at_most: usize) -> Vec<Ask<'_>> {
     // A sentence or line too short to be a request of its own ("Thanks."; a follow-up's whole
     // sentence, "Sure, go ahead."), or one that introduces a list ("Two things:"), is no ask,
     // unless it is all the message has.
-    if texts.len() > 1 {
-        let long_enough = |text: &str| match split_clauses {
+    let long_enough = |text: &str| {
+        let words = match split_clauses {
             true => content_words(text) >= ASK_WORDS,
             false => text.unicode_words().count() >= SENTENCE_WORDS,
         };
-        texts.retain(|t| long_enough(t) && !t.ends_with(':'));
+        words && !text.ends_with(':')
+    };
+    let mut pieces = 0;
+    let mut first = None;
+    let mut texts: Vec<&str> = Vec::new();
+    'lines: for line in message.lines() {
+        for sentence in strip_marker(line).split_sentence_bounds() {
+            let cut = match split_clauses {
+                true => clauses(sentence),
+                false => vec![sentence],
+            };
+            let cut = cut
+                .into_iter()
+                .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
+                .filter(|p| p.unicode_words().next().is_some());
+            for piece in cut {
+                pieces += 1;
+                first.get_or_insert(piece);
+                if long_enough(piece) {
+                    texts.push(piece);
+                    if texts.len() >= at_most {
+                        break 'lines;
+                    }
+                }
+            }
+        }
+    }
+    if pieces == 1 {
+        texts = first.into_iter().collect();
     }
     texts
         .into_iter()
@@ -213,6 +227,30 @@ mod tests {
 
     fn texts(message: &str) -> Vec<&str> {
         asks(message).into_iter().map(|a| a.text).collect()
+    }
+
+    #[test]
+    fn counting_stops_at_most_where_asked_and_keeps_the_first_asks() {
+        let messages = [
+            "Thanks. Book a table for two, then text Ana the time, and add it to my calendar.",
+            "find the weather in Oslo; convert 20 EUR to NOK, email the result to Bo, then \
+             archive the thread and also open a ticket about it",
+            "- list the pods\n- restart the api deployment\n- check the error rate",
+            "Sure, go ahead.",
+            "",
+        ];
+        for message in messages {
+            let all = asks(message);
+            for at_most in 1..=all.len() + 1 {
+                let first = asks_in(message, true, at_most);
+                assert_eq!(
+                    first,
+                    all[..at_most.min(all.len())],
+                    "{message:?}, {at_most}"
+                );
+            }
+        }
+        assert_eq!(asks_in(messages[1], true, 2).len(), 2);
     }
 
     #[test]

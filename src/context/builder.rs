@@ -279,16 +279,26 @@ impl ContextBuilder {
         };
         let tools_table = snapshot.lookup(&TOOLS)?;
         let reads_history = self.reads_history(turn);
+        // The message's own query (its text and its hints' terms), for the message channel
+        // and the units: the turn's query itself when the turn reads nothing else.
+        let own_query = match texts.len() > own {
+            true => Some(weighted_terms(snapshot, &TOOLS, &texts[..own])?),
+            false => None,
+        };
+        let own_terms: Vec<(&str, f32)> = match &own_query {
+            Some(own_query) => own_query.iter().collect(),
+            None => terms.to_vec(),
+        };
         // The message's own tools: (on a follow-up, whose query read more than the message)
         // the whole message's best few, and each of its sentences' best.
         let message = if reads_history {
-            self.message_channel(snapshot, turn, &texts[..own], dense.as_deref(), tools_table)?
+            self.message_channel(snapshot, turn, &own_terms, dense.as_deref(), tools_table)?
         } else {
             Vec::new()
         };
         // A follow-up's clauses often point back ("and send it to her"), and the list it
         // extends is carried: its asks are its sentences and lines.
-        let asks = asks_in(&turn.message, !reads_history);
+        let asks = asks_in(&turn.message, !reads_history, p.asks_that_count());
         let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
         let (needed, _) = self.merge_channels(
             message,
@@ -299,7 +309,7 @@ impl ContextBuilder {
         );
         // A request of several asks: its units, within a budget that follows it.
         let view = MessageView {
-            own: &texts[..own],
+            terms: &own_terms,
             words,
             dense: dense.as_deref(),
         };

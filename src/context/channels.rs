@@ -38,14 +38,14 @@ impl ContextBuilder {
     /// best few (at most `message.max_tools`, each within `message.min_relative_score` of the
     /// best), when its evidence is clear enough (its best BM25 score per word at least
     /// `message.min_evidence`; in hybrid retrieval, or its nearest tool vector's cosine at least
-    /// `message.min_cosine`). `texts` are the message's own weighted texts (the message and
-    /// its hints' terms); `dense` is hybrid retrieval's nearest tool vectors to the message,
+    /// `message.min_cosine`). `terms` are the message's own query (the message and its
+    /// hints' terms); `dense` is hybrid retrieval's nearest tool vectors to the message,
     /// best first. Best first; tag filters and score thresholds apply as to any hit.
     pub(super) fn message_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
         turn: &Turn,
-        texts: &[(&str, f32)],
+        terms: &[(&str, f32)],
         dense: Option<&[(&'a Arc<str>, f32)]>,
         tools_table: RowLookup<'a, Tool>,
     ) -> Result<Vec<SelectedTool>, SelectError> {
@@ -54,23 +54,21 @@ impl ContextBuilder {
         if m.max_tools == 0 {
             return Ok(Vec::new());
         }
-        let query = weighted_terms(snapshot, &TOOLS, texts)?;
-        let terms: Vec<(&str, f32)> = query.iter().collect();
         let hybrid = match (p.retrieval, dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => Some((hybrid, dense)),
             _ => None,
         };
         let depth = hybrid.map_or(m.max_tools, |(h, _)| h.depth.max(m.max_tools));
-        let hashed = HashedQuery::new(&terms);
+        let hashed = HashedQuery::new(terms);
         // The hits a tag filter turns away were reported by the conversation's search.
-        let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
+        let (hits, _filtered) = self.search_tools(snapshot, terms, &hashed, depth)?;
         drop(hashed);
         let words = turn.message.unicode_words().count().max(1);
         let best_bm25 = hits.first().map_or(0.0, |h| h.score);
         let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
         let explainer = Explainer {
             index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: &terms,
+            query: terms,
         };
         // (key, score relative to the channel's best, reason), best first.
         let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(m.max_tools);

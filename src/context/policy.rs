@@ -496,6 +496,18 @@ impl std::fmt::Display for PolicyError {
 impl std::error::Error for PolicyError {}
 
 impl SelectionPolicy {
+    /// How many of a message's asks can change its selection: one more than `message.max_asks`
+    /// (a message of more asks has no ask channel), or as many as fill `request.max_tokens` at
+    /// `request.tokens_per_ask`, whichever is more. Counting a message's asks stops there.
+    pub(super) fn asks_that_count(&self) -> usize {
+        let r = &self.request;
+        let to_ceiling = match r.tokens_per_ask {
+            0 => 0,
+            per_ask => r.max_tokens.div_ceil(per_ask),
+        };
+        (self.message.max_asks + 1).max(to_ceiling).max(2)
+    }
+
     /// This policy sending `n` tools for one message, with no list carried from earlier turns
     /// to make room for: `max_tools` and `max_turn_tools` both `n`. (`max_tools` alone would
     /// leave a turn at `max_turn_tools`.)

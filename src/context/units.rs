@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::bm25::HashedQuery;
 use crate::store::{Entry, RowLookup, Snapshot};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tables::SKILLS;
 use crate::{Skill, Tool};
 
 use super::budget::estimate_tokens;
@@ -35,16 +35,15 @@ use super::candidates::relative_score;
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::{HybridPolicy, Retrieval};
-use super::query::weighted_terms;
 use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, Reasons, SelectedTool};
 
 /// A unit's tools that the message's ranking holds, with their relative scores, best first.
 type Ranked<'a> = Vec<(&'a Arc<str>, f32)>;
 
-/// What the units are found by: the message's own weighted texts (the message and its hints'
-/// terms), its words, and hybrid retrieval's nearest tool vectors to it.
+/// What the units are found by: the message's own query (the message and its hints' terms),
+/// its words, and hybrid retrieval's nearest tool vectors to it.
 pub(super) struct MessageView<'q, 'a> {
-    pub own: &'q [(&'q str, f32)],
+    pub terms: &'q [(&'q str, f32)],
     pub words: usize,
     pub dense: Option<&'q [(&'a Arc<str>, f32)]>,
 }
@@ -71,10 +70,8 @@ impl ContextBuilder {
             return Ok(Vec::new());
         }
         // The message's ranking, `depth` deep: (tool, score relative to the best).
-        let query = weighted_terms(snapshot, &TOOLS, message.own)?;
-        let terms: Vec<(&str, f32)> = query.iter().collect();
-        let hashed = HashedQuery::new(&terms);
-        let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, r.depth)?;
+        let hashed = HashedQuery::new(message.terms);
+        let (hits, _filtered) = self.search_tools(snapshot, message.terms, &hashed, r.depth)?;
         drop(hashed);
         let ranking: Ranked<'a> = match (p.retrieval, message.dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => {
