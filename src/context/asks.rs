@@ -15,12 +15,17 @@
 //!
 //! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
 //! the piece before it: it names no request of its own. A message that
-//! comes out as one piece has one ask, itself, and no ask channel. Cost: a pass over each
+//! comes out as one piece has one ask, itself, and no ask channel. A selection reads a
+//! follow-up, and a message of more clauses than `message.max_asks`, by its sentences and
+//! lines only (a follow-up's clauses point back; a query that names many tools in a few
+//! sentences is better read by them). Cost: a pass over each
 //! sentence's bytes (a lower-cased copy of it) and its words; a few small lists.
 
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::bm25::stop_words::is_stop_word;
+
+use super::policy::SelectionPolicy;
 
 /// The fewest words an ask needs, its joining word and stop words (`a`, `the`, `it`, ...) not
 /// counted: a shorter piece of a message ("and Lisbon", "and a file", "Thanks.") names no
@@ -71,6 +76,26 @@ pub struct Ask<'m> {
 /// ```
 pub fn asks(message: &str) -> Vec<Ask<'_>> {
     asks_in(message, true, usize::MAX)
+}
+
+/// The asks a selection reads in `message`: its clauses; but on a follow-up (whose clauses
+/// often point back: "and send it to her", while the list it extends is carried), and in a
+/// message of more clauses than `message.max_asks` (a query that names many tools in a few
+/// sentences), its sentences and lines. At most [`SelectionPolicy::asks_that_count`].
+pub(super) fn asks_for_selection<'m>(
+    message: &'m str,
+    follow_up: bool,
+    policy: &SelectionPolicy,
+) -> Vec<Ask<'m>> {
+    let at_most = policy.asks_that_count();
+    let clauses = match follow_up {
+        false => asks_in(message, true, at_most),
+        true => Vec::new(),
+    };
+    if !follow_up && clauses.len() <= policy.message.max_asks {
+        return clauses;
+    }
+    asks_in(message, false, at_most)
 }
 
 /// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`; the
@@ -251,6 +276,26 @@ mod tests {
             }
         }
         assert_eq!(asks_in(messages[1], true, 2).len(), 2);
+    }
+
+    #[test]
+    fn a_message_of_more_clauses_than_max_asks_is_read_by_its_sentences() {
+        let policy = SelectionPolicy::default();
+        let message = "Find flights to Rome, book a hotel near Termini, check the weather, \
+                       convert 300 euros to dollars, text Ana the dates, add the trip to my \
+                       calendar, and email the itinerary to Bo. Then open a ticket about the \
+                       expense report.";
+        assert!(asks(message).len() > policy.message.max_asks);
+        let read: Vec<&str> = asks_for_selection(message, false, &policy)
+            .into_iter()
+            .map(|a| a.text)
+            .collect();
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert!(read[1].starts_with("Then open a ticket"), "{read:?}");
+        // A message of few clauses is read by them; a follow-up by its sentences.
+        let two = "refund the last payment and email her a receipt";
+        assert_eq!(asks_for_selection(two, false, &policy).len(), 2);
+        assert_eq!(asks_for_selection(two, true, &policy).len(), 1);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
-use super::asks::asks_in;
+use super::asks::asks_for_selection;
 use super::budget::{estimate_tokens, past_budget};
 use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
@@ -296,9 +296,7 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        // A follow-up's clauses often point back ("and send it to her"), and the list it
-        // extends is carried: its asks are its sentences and lines.
-        let asks = asks_in(&turn.message, !reads_history, p.asks_that_count());
+        let asks = asks_for_selection(&turn.message, reads_history, p);
         let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
         let (needed, _) = self.merge_channels(
             message,
