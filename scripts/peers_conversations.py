@@ -17,7 +17,7 @@ nothing carried across turns), and prints one markdown row per selection:
               the K best (ties by key).
   BFCL        BFCL's own setting: every tool of the API classes the turn's `topic` names
               (`topic` = the classes joined by "+", mapped to catalog skills by CLASS_TO_SKILL;
-              an unknown class is an error). Only for a catalog that has BFCL's skills.
+              an unknown class is an error). Only for a catalog that has all of BFCL's skills.
   servers     MCP-Bench's setting, for conversations that name their `gold_servers`: every
               tool of the task's own servers (an oracle of servers as units).
 
@@ -226,11 +226,8 @@ def main() -> int:
     keys = sorted(tools)
     tokens = {key: estimate_tokens(tools[key]) for key in keys}
     no_schema = [k for k in keys if schema_of(tools[k]) is EMPTY_SCHEMA]
-    # BFCL's setting needs BFCL's skills: all of them, or (another catalog) none.
-    bfcl_skills = [skill for skill in CLASS_TO_SKILL.values() if skill in by_skill]
-    if bfcl_skills and len(bfcl_skills) != len(CLASS_TO_SKILL):
-        missing = sorted(set(CLASS_TO_SKILL.values()) - set(bfcl_skills))
-        sys.exit(f"the catalog has some of BFCL's skills but not {missing}")
+    # BFCL's setting needs BFCL's skills, every one (another catalog may share a name or two).
+    bfcl_skills = all(skill in by_skill for skill in CLASS_TO_SKILL.values())
     ceilings = [int(c) for c in args.tokens.split(",") if c.strip()]
     if any(c <= 0 for c in ceilings):
         sys.exit(f"--tokens wants positive numbers, got {args.tokens!r}")

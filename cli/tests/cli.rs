@@ -197,6 +197,11 @@ fn select_sends_pinned_and_domain_tools_in_the_library_order() {
             )),
             "{stdout}"
         );
+        // Why the list has that size, as the library says it.
+        assert!(
+            stdout.contains(&format!("list size: {}\n", selection.size)),
+            "{stdout}"
+        );
         assert!(stdout.starts_with(&format!("message: {message:?}\n")));
         // Progress goes to stderr, the result to stdout.
         assert!(

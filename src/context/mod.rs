@@ -62,7 +62,13 @@
 //! `message.per_ask` tools join the message's ([`Reason::Ask`], which names the ask) when the
 //! ask's evidence is as clear as the message channel asks (`message.min_evidence` a word); a
 //! matched skill's or the conversation's other tools make room for them, never the other way
-//! round. Cost: one BM25 search of a few terms per ask, for messages of several asks only.
+//! round. A follow-up, and a message of more clauses than `message.max_asks`, is read by its
+//! sentences and lines only. Cost: one BM25 search of a few terms per ask, for messages of
+//! several asks only.
+//!
+//! The built-in `search_tools` ([`search_tools_definition_for`]) describes what it can find,
+//! the skills and servers of the catalog ([`catalog_outline`]), so a model knows to search
+//! when a task needs what was not sent.
 //!
 //! # Servers as units
 //! A request of several asks (a long task's description: "plan a bike ride around the park,

@@ -189,6 +189,8 @@ fn print_table(
         loaded.label,
         selection.tools.len(),
     );
+    // Why the list has the size it has: the message's asks, and the limit or budget they set.
+    say!("list size: {}", selection.size);
     if !selection.skills.is_empty() {
         let skills: Vec<String> = selection
             .skills
