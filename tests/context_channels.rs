@@ -342,7 +342,10 @@ fn a_request_of_several_asks_gets_the_servers_it_needs_whole() {
     assert!(!keys.contains(&"maps/directions"), "{keys:?}");
     let whole = selection.get("parks/park_events").expect("sent");
     assert!(
-        selection.tools.iter().any(|t| matches!(&t.reasons[0], Reason::Unit { skill, whole: true, .. } if &**skill == "parks")),
+        selection
+            .tools
+            .iter()
+            .any(|t| matches!(&t.reasons[0], Reason::Unit { skill, .. } if &**skill == "parks")),
         "{:?}",
         whole.reasons
     );
@@ -377,5 +380,80 @@ fn a_request_of_several_asks_gets_the_servers_it_needs_whole() {
         one.tools
             .iter()
             .all(|t| !matches!(t.reasons[0], Reason::Unit { .. }))
+    );
+}
+
+/// A unit comes whole or not at all: a server too large for the request's budget gives its
+/// place to the next one the request needs, and its own best tool still comes by the message's
+/// ranking.
+#[test]
+fn a_server_too_large_for_the_budget_gives_its_place_and_keeps_its_best_tool() {
+    use capstore::context::Reason;
+    use capstore::skills::register_skill;
+    use capstore::{Skill, Tool};
+    let store = Store::new();
+    let filler = "Returns the matching records with their identifiers, owners, timestamps, \
+                  states, labels and links, paged, sorted as asked, with the total count. "
+        .repeat(6);
+    store
+        .write(|tx| {
+            // Twelve tools of ~250 tokens: more than the request's budget (600 an ask).
+            let big = (0..12).map(|i| {
+                let what = if i == 0 {
+                    "search scientific papers by topic"
+                } else {
+                    "paper metadata"
+                };
+                Tool::new(format!("papers_{i}"), format!("Papers: {what}. {filler}"))
+                    .with_source("papers")
+            });
+            register_skill(tx, Skill::new("papers", ""), big.collect::<Vec<Tool>>())?;
+            let weather = ["forecast", "alerts"].map(|t| {
+                Tool::new(format!("get_{t}"), format!("Weather {t} for a city"))
+                    .with_source("weather")
+            });
+            register_skill(tx, Skill::new("weather", ""), weather.to_vec())
+        })
+        .expect("catalog");
+    let selection = ContextBuilder::new()
+        .select(
+            &store.snapshot(),
+            &Turn::new(
+                "Search scientific papers on the topic of heat waves. Then get the weather \
+                 forecast and alerts for Seville.",
+            ),
+        )
+        .expect("select");
+    let unit_of = |key: &str| {
+        selection.get(key).and_then(|t| match &t.reasons[0] {
+            Reason::Unit { skill, .. } => Some(skill.to_string()),
+            _ => None,
+        })
+    };
+    // The small server came whole, as a unit.
+    assert_eq!(unit_of("weather/get_forecast").as_deref(), Some("weather"));
+    assert_eq!(unit_of("weather/get_alerts").as_deref(), Some("weather"));
+    // The large one did not fit: not sent as a unit, but its best tool is sent.
+    assert!(
+        selection.get("papers/papers_0").is_some(),
+        "{:?}",
+        selection.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        selection
+            .tools
+            .iter()
+            .all(|t| !matches!(&t.reasons[0], Reason::Unit { skill, .. } if &**skill == "papers")),
+        "{:?}",
+        selection.keys().collect::<Vec<_>>()
+    );
+    let budget = match selection.size {
+        capstore::context::ListSize::Request { budget, .. } => budget,
+        other => panic!("sized by the request: {other:?}"),
+    };
+    assert!(
+        selection.tokens <= budget,
+        "{} > {budget}",
+        selection.tokens
     );
 }

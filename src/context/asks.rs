@@ -78,24 +78,24 @@ pub fn asks(message: &str) -> Vec<Ask<'_>> {
     asks_in(message, true, usize::MAX)
 }
 
-/// The asks a selection reads in `message`: its clauses; but on a follow-up (whose clauses
-/// often point back: "and send it to her", while the list it extends is carried), and in a
-/// message of more clauses than `message.max_asks` (a query that names many tools in a few
-/// sentences), its sentences and lines. At most [`SelectionPolicy::asks_that_count`].
+/// The asks a selection searches in `message`, and how many the request has. A message's
+/// asks are its clauses; but on a follow-up (whose clauses often point back: "and send it to
+/// her", while the list it extends is carried) they are its sentences and lines, and a message
+/// of more clauses than `message.max_asks` (a query that names many tools in a few sentences)
+/// is searched by its sentences and lines while its clauses still size it. At most
+/// [`SelectionPolicy::asks_that_count`] of either.
 pub(super) fn asks_for_selection<'m>(
     message: &'m str,
     follow_up: bool,
     policy: &SelectionPolicy,
-) -> Vec<Ask<'m>> {
+) -> (Vec<Ask<'m>>, usize) {
     let at_most = policy.asks_that_count();
-    let clauses = match follow_up {
-        false => asks_in(message, true, at_most),
-        true => Vec::new(),
-    };
-    if !follow_up && clauses.len() <= policy.message.max_asks {
-        return clauses;
+    let asks = asks_in(message, !follow_up, at_most);
+    let count = asks.len();
+    if follow_up || count <= policy.message.max_asks {
+        return (asks, count);
     }
-    asks_in(message, false, at_most)
+    (asks_in(message, false, at_most), count)
 }
 
 /// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`; the
@@ -279,23 +279,27 @@ mod tests {
     }
 
     #[test]
-    fn a_message_of_more_clauses_than_max_asks_is_read_by_its_sentences() {
+    fn a_message_of_more_clauses_than_max_asks_is_searched_by_its_sentences_and_sized_by_its_clauses()
+     {
         let policy = SelectionPolicy::default();
         let message = "Find flights to Rome, book a hotel near Termini, check the weather, \
                        convert 300 euros to dollars, text Ana the dates, add the trip to my \
                        calendar, and email the itinerary to Bo. Then open a ticket about the \
                        expense report.";
         assert!(asks(message).len() > policy.message.max_asks);
-        let read: Vec<&str> = asks_for_selection(message, false, &policy)
-            .into_iter()
-            .map(|a| a.text)
-            .collect();
+        let (searched, count) = asks_for_selection(message, false, &policy);
+        let read: Vec<&str> = searched.into_iter().map(|a| a.text).collect();
         assert_eq!(read.len(), 2, "{read:?}");
         assert!(read[1].starts_with("Then open a ticket"), "{read:?}");
+        // Its clauses still size the request.
+        assert_eq!(count, asks(message).len().min(policy.asks_that_count()));
         // A message of few clauses is read by them; a follow-up by its sentences.
         let two = "refund the last payment and email her a receipt";
-        assert_eq!(asks_for_selection(two, false, &policy).len(), 2);
-        assert_eq!(asks_for_selection(two, true, &policy).len(), 1);
+        assert_eq!(asks_for_selection(two, false, &policy).0.len(), 2);
+        assert_eq!(
+            asks_for_selection(two, true, &policy),
+            (asks_in(two, false, 7), 1)
+        );
     }
 
     #[test]

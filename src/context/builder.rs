@@ -296,7 +296,7 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        let asks = asks_for_selection(&turn.message, reads_history, p);
+        let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
         let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
         let (needed, _) = self.merge_channels(
             message,
@@ -314,7 +314,7 @@ impl ContextBuilder {
         let Sized { tools, size } = self.size_for_request(
             snapshot,
             &view,
-            asks.len(),
+            ask_count,
             needed,
             tools_table,
             &mut dropped,

@@ -77,8 +77,9 @@
 //! of two asks or more is sized by a budget in tokens that follows it
 //! ([`RequestPolicy`]: `tokens_per_ask` an ask, at most the caller's `max_tokens`), and the
 //! skills with no text of their own are scored by their best tool in the message's ranking:
-//! those the request clearly needs come whole when they fit, and by their ranked tools when
-//! they do not ([`Reason::Unit`]). [`Selection::size`] says which way the list was sized
+//! those the request clearly needs come whole when they fit ([`Reason::Unit`]); one too large
+//! for what is left gives its place to the next, its best tools still coming by the message's
+//! own ranking. [`Selection::size`] says which way the list was sized
 //! ([`ListSize`]). A message of one ask, or a catalog whose skills all have text, is sized by
 //! the tool limits as before. With hybrid retrieval, a message longer than [`GIST_WORDS`]
 //! words is embedded as its [`gist`] (its first content words), which keeps a 2,000-character

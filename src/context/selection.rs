@@ -85,8 +85,6 @@ pub enum Reason {
         skill: Arc<str>,
         /// Its score: its best tool's score relative to the best tool of the message.
         score: f32,
-        /// Whether the skill came whole (else only its tools that ranked, within the budget).
-        whole: bool,
     },
     /// A skill it belongs to matched the message.
     Skill {
@@ -297,13 +295,8 @@ impl std::fmt::Display for Reason {
                 write!(f, ", lexical weight {lexical_weight:.2})")
             }
             Reason::Ask { ask, score, .. } => write!(f, "BM25 {score:.2} for '{ask}'"),
-            Reason::Unit {
-                skill,
-                score,
-                whole: true,
-            } => write!(f, "all of {skill}, which the request needs ({score:.2})"),
-            Reason::Unit { skill, score, .. } => {
-                write!(f, "of {skill}, which the request needs ({score:.2})")
+            Reason::Unit { skill, score } => {
+                write!(f, "all of {skill}, which the request needs ({score:.2})")
             }
             Reason::Skill { skill, score } => write!(f, "skill {skill} matched ({score:.2})"),
             Reason::DependencyOf { skill, dependency } => {
