@@ -195,12 +195,20 @@ fn count<'k>(
     turn: &'k TurnUse,
     known: Known,
 ) -> Result<(), StoreError> {
-    let known = |tx: &WriteTxn, key: &str| match known {
-        Known::InTools => tx.view().contains(&TOOLS, key),
-        #[cfg(feature = "postgres")]
-        Known::Any => Ok(!key.is_empty()),
+    // A tool with a row in `rows` was known when the row was read, and the `tools` table does
+    // not change inside the batch: no look-up again.
+    let known = |tx: &WriteTxn, rows: &HashMap<&'k str, Usage>, key: &str| {
+        if rows.contains_key(key) {
+            return Ok(true);
+        }
+        match known {
+            Known::InTools => tx.view().contains(&TOOLS, key),
+            #[cfg(feature = "postgres")]
+            Known::Any => Ok(!key.is_empty()),
+        }
     };
-    // Each row is read once, then changed in `rows`.
+    // Each row is read once, put in order (as a write after each turn leaves a row: one
+    // written otherwise may not be), then changed in `rows`.
     fn row<'k>(
         tx: &WriteTxn,
         rows: &mut HashMap<&'k str, Usage>,
@@ -208,18 +216,18 @@ fn count<'k>(
     ) -> Result<(), StoreError> {
         if !rows.contains_key(key) {
             let current = tx.view().get(&USAGE, key)?;
-            let usage = current.cloned().unwrap_or_else(|| Usage::new(key));
+            let mut usage = current.cloned().unwrap_or_else(|| Usage::new(key));
+            usage.sort_companions();
             rows.insert(key, usage);
         }
         Ok(())
     }
-    // The rows this turn changed, to put back in order at its end (every row a write after
-    // the turn would have written: a row read from a file may not be in order yet).
+    // The rows whose companions this turn changed, to put back in order at its end.
     let mut touched: Vec<&'k str> = Vec::new();
 
     let mut called: Vec<(&str, u64)> = Vec::new();
     for (tool, calls) in turn.distinct_calls() {
-        if known(tx, tool)? {
+        if known(tx, rows, tool)? {
             called.push((tool, calls));
         }
     }
@@ -245,7 +253,7 @@ fn count<'k>(
     }
     let mut previous: Vec<&str> = Vec::new();
     for tool in &turn.previous {
-        if !previous.contains(&tool.as_str()) && known(tx, tool)? {
+        if !previous.contains(&tool.as_str()) && known(tx, rows, tool)? {
             previous.push(tool);
         }
     }
@@ -266,7 +274,7 @@ fn count<'k>(
     }
     let mut sent: Vec<&str> = Vec::new();
     for tool in &turn.sent {
-        if !sent.contains(&tool.as_str()) && known(tx, tool)? {
+        if !sent.contains(&tool.as_str()) && known(tx, rows, tool)? {
             sent.push(tool);
         }
     }
@@ -274,7 +282,6 @@ fn count<'k>(
         row(tx, rows, tool)?;
         let was_called = called.iter().any(|(t, _)| *t == tool);
         if let Some(usage) = rows.get_mut(tool) {
-            touched.push(tool);
             usage.sent = usage.sent.saturating_add(1);
             if was_called {
                 usage.sent_and_called = usage.sent_and_called.saturating_add(1);

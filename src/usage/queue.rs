@@ -57,6 +57,10 @@ impl Default for BatchLimits {
 ///   lives in memory: what outlives the process is what was saved to a usage file or sent to
 ///   replicas.)
 ///
+/// Writing a batch begins a transaction ([`Store::begin`]): do not push, flush, or drop the
+/// last handle (or a conversation that flushes when dropped) on a thread that holds a write
+/// transaction of the same store; it would wait for itself.
+///
 /// Cheap to clone; clones share the queue; `Send + Sync`. One queue may serve many
 /// conversations of a store (share it with [`Chat::with_usage_queue`](crate::agent::Chat::with_usage_queue)):
 /// their turns are counted in the order they were queued.
