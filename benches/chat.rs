@@ -22,6 +22,12 @@
 //! The learning arms' usage table grows as they run and soon holds its steady state (every
 //! row dev's gold names, companions full where they fill). Without `--bench` (as under
 //! `cargo test --benches`) each bench runs once.
+//!
+//! `chat/paired` (printed after criterion's figures): the same four arms in rounds, each round
+//! every arm playing the whole script (384 turns) in turn, 5 rounds of warm-up and 30
+//! measured; the median of each arm's time a turn, and the median of the rounds' ratios to
+//! `turn_no_learning`. The arms share the machine's moments, so the ratio holds where the
+//! criterion figures, taken one arm after the other on a shared machine, drift.
 
 use std::time::Duration;
 
@@ -38,6 +44,80 @@ fn main() {
     let mut crit = Criterion::default().configure_from_args();
     turns(&mut crit);
     crit.final_summary();
+    if std::env::args().any(|a| a == "--bench") {
+        paired(5, 30);
+    }
+}
+
+/// `chat/paired`: the arms in alternation, `warm` rounds then `rounds` measured.
+fn paired(warm: usize, rounds: usize) {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/conversations/dev.jsonl");
+    let conversations = load_conversations(file).expect("conversations");
+    let mut players: Vec<Player> = ARMS.iter().map(|name| player_for(name)).collect();
+    let script = script(&players[0].store, &conversations);
+    let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); ARMS.len()];
+    for round in 0..warm + rounds {
+        for (arm, player) in players.iter_mut().enumerate() {
+            let started = std::time::Instant::now();
+            for _ in 0..script.len() {
+                std::hint::black_box(player.turn(&script));
+            }
+            if round >= warm {
+                per_turn[arm].push(started.elapsed().as_secs_f64() * 1e6 / script.len() as f64);
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    for (arm, name) in ARMS.iter().enumerate() {
+        let ratios: Vec<f64> = per_turn[arm]
+            .iter()
+            .zip(&per_turn[0])
+            .map(|(t, base)| t / base)
+            .collect();
+        eprintln!(
+            "chat/paired/{name}: median {:.1} µs a turn over {rounds} rounds of {} turns; median ratio to turn_no_learning {:.3}x",
+            median(per_turn[arm].clone()),
+            script.len(),
+            median(ratios)
+        );
+    }
+}
+
+/// The arms, the first the one the others are compared with.
+const ARMS: [&str; 4] = [
+    "turn_no_learning",
+    "turn_learning",
+    "turn_reading_usage",
+    "turn_learning_per_turn",
+];
+
+/// A player for the arm `name`, its store prepared (`turn_reading_usage`: usage learned first).
+fn player_for(name: &str) -> Player {
+    let learning = match name {
+        "turn_learning" => Learning::Batched,
+        "turn_learning_per_turn" => Learning::PerTurn,
+        _ => Learning::Off,
+    };
+    let mut player = Player::new(learning);
+    if name == "turn_reading_usage" {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/conversations/dev.jsonl");
+        let conversations = load_conversations(file).expect("conversations");
+        let script = script(&player.store, &conversations);
+        player.learning = Learning::Batched;
+        for _ in 0..10 * script.len() {
+            player.turn(&script);
+        }
+        if let Some(mut chat) = player.chat.take() {
+            chat.finish().expect("finish");
+        }
+        player.learning = Learning::Off;
+        player.next = 0;
+        player.finishing = Duration::ZERO;
+    }
+    player
 }
 
 /// How a chat of the bench learns.
@@ -209,26 +289,9 @@ fn turns(crit: &mut Criterion) {
         .sample_size(50)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(6));
-    for (name, learning) in [
-        ("turn_no_learning", Learning::Off),
-        ("turn_learning", Learning::Batched),
-        ("turn_reading_usage", Learning::Off),
-        ("turn_learning_per_turn", Learning::PerTurn),
-    ] {
-        let mut player = Player::new(learning);
+    for name in ARMS {
+        let mut player = player_for(name);
         let script = script(&player.store, &conversations);
-        if name == "turn_reading_usage" {
-            player.learning = Learning::Batched;
-            for _ in 0..10 * script.len() {
-                player.turn(&script);
-            }
-            if let Some(mut chat) = player.chat.take() {
-                chat.finish().expect("finish");
-            }
-            player.learning = Learning::Off;
-            player.next = 0;
-            player.finishing = Duration::ZERO;
-        }
         let calls: usize = script.iter().map(|s| s.calls.len()).sum();
         group.bench_function(name, |b| b.iter(|| player.turn(&script)));
         let version = player.store.version();
