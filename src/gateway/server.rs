@@ -901,6 +901,10 @@ impl Gateway {
 }
 
 #[cfg(test)]
+#[path = "usage_tests.rs"]
+mod usage_tests;
+
+#[cfg(test)]
 mod tests {
     use super::{CALL, SEARCH_TOOLS, cut, rfc3339};
     use crate::tools::RESERVED_EXPORT_NAMES;

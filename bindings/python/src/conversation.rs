@@ -80,7 +80,7 @@ impl Conversation {
 impl Conversation {
     /// The tools to send for the next user message, read with the conversation so far; the
     /// selection is remembered for the next turn's list, and the turn before ends (its calls
-    /// are learned, as `finish` does). Releases the GIL.
+    /// are queued for learning; `finish` also writes them). Releases the GIL.
     fn select(&self, py: Python<'_>, message: String) -> PyResult<Selection> {
         let made = py.detach(|| -> PyResult<Made> {
             let builder = self.inner.builder(&self.settings)?;
