@@ -122,7 +122,7 @@ use crate::exec::{ExecError, Executor, ToolCall};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tables::{HANDLERS, TOOLS};
-use crate::usage::UsageRecorder;
+use crate::usage::{UsageQueue, UsageRecorder};
 
 /// capstore's selection as a rig agent's tool index: give it to
 /// `AgentBuilder::retrieved_tools(samples, index, toolset)` with the tool set
@@ -152,6 +152,9 @@ pub struct ToolIndex {
     executor: Executor,
     keeps_conversation: bool,
     state: Arc<Mutex<State>>,
+    /// Where finished turns go, counted into the store in batches; shared with the indexes
+    /// of [`new_conversation`](Self::new_conversation).
+    queue: UsageQueue,
 }
 
 /// What an index keeps between searches, behind its lock.
@@ -165,7 +168,7 @@ struct State {
     last: Option<Arc<Selection>>,
     /// The conversation's tools sent and called, counted into `usage` when its turn ends.
     usage: Option<UsageRecorder>,
-    /// Export names of the last snapshot version searched.
+    /// Export names of the `tools` table's last version searched.
     export: Option<Arc<ToolExport>>,
     /// The export names of the tool set [`ToolIndex::toolset`] built last: the names rig
     /// knows, which the index answers with (and only tools it knows) from then on.
@@ -210,6 +213,7 @@ impl ToolIndex {
     pub fn new(store: Store, builder: ContextBuilder) -> Self {
         ToolIndex {
             executor: Executor::new(store.clone()),
+            queue: UsageQueue::new(store.clone()),
             store,
             builder,
             keeps_conversation: true,
@@ -231,6 +235,7 @@ impl ToolIndex {
     pub fn stateless(store: Store, builder: ContextBuilder) -> Self {
         ToolIndex {
             executor: Executor::new(store.clone()),
+            queue: UsageQueue::new(store.clone()),
             store,
             builder,
             keeps_conversation: false,
@@ -259,7 +264,8 @@ impl ToolIndex {
     /// the calls made through [`toolset`](Self::toolset) are counted into the store's
     /// [`usage`](crate::usage), so that later selections bring the tools they go with. On by
     /// default for an index that keeps a conversation; a stateless index never learns. A turn
-    /// is counted when the next begins or at [`end_turn`](Self::end_turn).
+    /// ends when the next begins or at [`end_turn`](Self::end_turn); its evidence is queued
+    /// ([`UsageQueue`]: no store transaction) and written in batches, and by `end_turn`.
     ///
     /// ```
     /// let index = capstore::rig::ToolIndex::new(capstore::Store::new(), Default::default())
@@ -311,6 +317,7 @@ impl ToolIndex {
                 usage: learning.then(UsageRecorder::new),
                 ..State::default()
             })),
+            queue: self.queue.clone(),
         }
     }
 
@@ -360,8 +367,8 @@ impl ToolIndex {
     }
 
     /// Closes the open turn: the next search starts a new turn even with the same text, and,
-    /// while learning, the turn's tools and calls are counted into the store's usage now.
-    /// Call it when a run has finished.
+    /// while learning, the turn's tools and calls, with every turn the index's queue holds,
+    /// are counted into the store's usage now. Call it when a run has finished.
     ///
     /// ```
     /// # let index = capstore::rig::ToolIndex::new(capstore::Store::new(), Default::default());
@@ -372,7 +379,8 @@ impl ToolIndex {
         let mut state = self.state.lock();
         state.open = None;
         if let Some(usage) = &state.usage {
-            usage.commit_turn(&self.store)?;
+            self.queue.push(usage.finish_turn())?;
+            self.queue.flush()?;
         }
         Ok(())
     }
@@ -426,7 +434,7 @@ impl ToolIndex {
             return Ok(open.answer.clone());
         }
         if let Some(usage) = &state.usage {
-            usage.commit_turn(&self.store)?;
+            self.queue.push(usage.finish_turn())?;
         }
         let snapshot = self.store.snapshot();
         let mut turn = if self.keeps_conversation {

@@ -197,3 +197,75 @@ fn watching_an_unknown_index_is_an_error() {
         .unwrap_err();
     assert_eq!(err.to_string(), "table `tools` has no index `colour`");
 }
+
+/// Each table's version moves with the commits that change it and with no other: a write to
+/// one table, a write that changes nothing, a removal that takes a following table's rows.
+#[test]
+fn each_table_says_at_which_version_it_last_changed() -> Result<(), StoreError> {
+    use capstore::usage::{TurnUse, learn};
+    use capstore::{SKILLS, Skill, USAGE};
+    let store = Store::new();
+    let at = |store: &Store| -> Result<(u64, u64, u64, u64), StoreError> {
+        let snap = store.snapshot();
+        Ok((
+            snap.version(),
+            snap.table_version(&TOOLS)?,
+            snap.table_version(&USAGE)?,
+            snap.table_version(&SKILLS)?,
+        ))
+    };
+    assert_eq!(at(&store)?, (0, 0, 0, 0));
+    store.write(|tx| {
+        tx.insert(&TOOLS, Tool::new("cd", "Change directory"))?;
+        tx.insert(&TOOLS, Tool::new("mv", "Move"))
+    })?;
+    assert_eq!(at(&store)?, (1, 1, 0, 0));
+    store.write(|tx| learn(tx, &TurnUse::new(["cd", "mv"])))?;
+    assert_eq!(at(&store)?, (2, 1, 2, 0));
+    // Nothing changed (inserted then deleted): no version at all.
+    store.write(|tx| {
+        tx.insert(&SKILLS, Skill::new("files", "Files"))?;
+        tx.delete(&SKILLS, "files").map(drop)
+    })?;
+    assert_eq!(at(&store)?, (2, 1, 2, 0));
+    // A tool removed takes its usage row: both tables changed.
+    store.write(|tx| tx.delete(&TOOLS, "mv").map(drop))?;
+    assert_eq!(at(&store)?, (3, 3, 3, 0));
+    // An older snapshot keeps its own.
+    let old = store.snapshot();
+    store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Files")))?;
+    assert_eq!(old.table_version(&SKILLS)?, 0);
+    assert_eq!(at(&store)?, (4, 3, 3, 4));
+    Ok(())
+}
+
+/// A watch on the tools table, or a follower of its versions, is not woken by usage written
+/// after it, nor fired for it when registered late; a tool change wakes both.
+#[test]
+fn a_watch_on_the_tools_table_does_not_wake_for_usage() -> Result<(), StoreError> {
+    use capstore::usage::{TurnUse, learn};
+    let store = Store::new();
+    store.write(|tx| tx.insert(&TOOLS, Tool::new("cd", "Change directory")))?;
+    let read = store.snapshot();
+    let early = store.watch(&WatchSet::new().table(&TOOLS), read.version())?;
+    let mut versions = store.table_versions(&TOOLS)?;
+    store.write(|tx| learn(tx, &TurnUse::new(["cd"])))?;
+    assert_eq!(store.version(), read.version() + 1);
+    assert!(!early.is_fired(), "woken by a usage write");
+    assert!(!versions.has_changed().expect("store alive"));
+    // Registered after the usage write, relative to the snapshot read before it.
+    let late = store.watch(&WatchSet::new().table(&TOOLS), read.version())?;
+    assert!(!late.is_fired(), "fired for a usage write it missed");
+    let key = store.watch(&WatchSet::new().key(&TOOLS, "cd"), read.version())?;
+    assert!(!key.is_fired());
+    // A tool change wakes them all.
+    store.write(|tx| tx.insert(&TOOLS, Tool::new("mv", "Move")))?;
+    assert!(early.is_fired() && late.is_fired());
+    assert!(!key.is_fired(), "another key of the table");
+    assert!(versions.has_changed().expect("store alive"));
+    assert_eq!(*versions.borrow_and_update(), store.version());
+    // Registered late after a tool change it missed: fires at once.
+    let missed = store.watch(&WatchSet::new().table(&TOOLS), read.version())?;
+    assert!(missed.is_fired());
+    Ok(())
+}

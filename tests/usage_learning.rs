@@ -537,6 +537,15 @@ async fn the_agent_loop_learns_each_finished_turn() {
             .expect("turn");
         assert_eq!(outcome.answer, "started");
     }
+    // Queued, not written: the turns cost no transaction; stopping the agent writes them.
+    assert_eq!(store.snapshot().count(&USAGE).expect("read"), 0);
+    let version = store.version();
+    agent.flush_usage().expect("written");
+    assert_eq!(
+        store.version(),
+        version + 1,
+        "the two turns in one transaction"
+    );
     let snap = store.snapshot();
     let start = snap
         .get(&USAGE, "car/startEngine")
@@ -566,5 +575,6 @@ async fn the_agent_loop_learns_each_finished_turn() {
         .run_turn(&mut session, "start the engine")
         .await
         .expect("turn");
+    agent.flush_usage().expect("nothing to write");
     assert_eq!(quiet.snapshot().count(&USAGE).expect("read"), 0);
 }

@@ -3,10 +3,11 @@
 //! remember (what was sent, what was called, what the store learns from it) is recorded on the
 //! way.
 //!
-//! What it costs beyond the steps it replaces: a turn that follows calls writes their counts to
-//! the store (one small transaction, [`learn`](crate::usage::learn)), and the export names are computed again when
-//! the store's version moved since the last turn (once per turn after a learning write: linear
-//! in the catalog, as [`ToolExport::for_snapshot`] is).
+//! What it costs beyond the steps it replaces: a finished turn's evidence is queued
+//! ([`UsageQueue`]: a push, no store transaction; the queue counts its turns into the store in
+//! batches), and the export names are computed again only when the `tools` table changed since
+//! the last turn (linear in the catalog, as [`ToolExport::for_snapshot`] is; the usage the
+//! queue writes leaves them be).
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use crate::context::{ContextBuilder, Conversation, Selection};
 use crate::exec::{Executor, ToolCall, ToolOutput};
 use crate::provider::{Provider, ToolExport};
 use crate::store::Store;
-use crate::usage::UsageRecorder;
+use crate::usage::{UsageQueue, UsageRecorder};
 
 /// One conversation with a model your program calls itself: [`turn`](Self::turn) selects the
 /// turn's tools and gives their definitions in the provider's shape, [`call`](Self::call) runs
@@ -27,7 +28,10 @@ use crate::usage::UsageRecorder;
 /// what each turn sent and what the model called (the next turn's history, recent tools and
 /// carried list); the calls are checked against the turn's selection (the executor's
 /// [policy](crate::UnselectedCallPolicy)); and each finished turn's calls are counted into the
-/// store's [usage](crate::usage) (turn it off with [`with_learning`](Self::with_learning)).
+/// store's [usage](crate::usage) (turn it off with [`with_learning`](Self::with_learning)):
+/// queued on a [`UsageQueue`], written in batches, and flushed by [`finish`](Self::finish) and
+/// when the chat is dropped. A turn's evidence teaches the selections that start after its
+/// batch is written ([`UsageQueue`] says when).
 /// The steps underneath ([`ContextBuilder::select`], [`Conversation::record_selection`],
 /// [`ToolExport::resolve`], [`Executor::execute`], [`Conversation::record_tool_use`],
 /// [`learn`](crate::usage::learn)) stay public for programs that need them apart.
@@ -68,7 +72,9 @@ pub struct Chat {
     learn: bool,
     conversation: Conversation,
     usage: UsageRecorder,
-    /// The export names of the store's latest version seen.
+    /// Where finished turns go, counted into the store in batches.
+    queue: UsageQueue,
+    /// The export names of the `tools` table's latest version seen.
     export: Option<Arc<ToolExport>>,
     /// The turn under way: its selection, the export names its tools were sent under, and the
     /// selected keys the executor checks calls against.
@@ -116,6 +122,7 @@ impl Chat {
         Chat {
             builder: ContextBuilder::new(),
             executor: Executor::new(store.clone()),
+            queue: UsageQueue::new(store.clone()),
             store,
             provider: Provider::OpenAiChat,
             learn: true,
@@ -184,17 +191,36 @@ impl Chat {
         self
     }
 
-    /// Starts a turn for the user's `message`: ends the turn before it (as
-    /// [`finish`](Self::finish) does), selects the tools from the store's current snapshot
+    /// This chat queuing its finished turns on `queue` (by default a queue of its own, with
+    /// the default [`BatchLimits`](crate::usage::BatchLimits)): share one among the
+    /// conversations of a store, so that their turns are written together. It should be a
+    /// queue over the chat's store.
+    ///
+    /// ```
+    /// use capstore::usage::UsageQueue;
+    /// let store = capstore::Store::new();
+    /// let queue = UsageQueue::new(store.clone());
+    /// let a = capstore::agent::Chat::new(store.clone()).with_usage_queue(queue.clone());
+    /// let b = capstore::agent::Chat::new(store).with_usage_queue(queue);
+    /// # drop((a, b));
+    /// ```
+    pub fn with_usage_queue(mut self, queue: UsageQueue) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Starts a turn for the user's `message`: ends the turn before it (its evidence queued,
+    /// as [`finish`](Self::finish) queues it, without the flush), selects the tools from the store's current snapshot
     /// with the conversation so far, and remembers what it sends. Tools the executor keeps
     /// for the conversation ([`Executor::kept_tools`]) are part of it.
     ///
-    /// Errors: the store or the selection failed (a bad embedder, say); the conversation is
-    /// then as it was before the call, and the previous turn ended.
+    /// Errors: the store or the selection failed (a bad embedder, say), or the queue's batch
+    /// that the previous turn filled was refused; the conversation is then as it was before
+    /// the call, and the previous turn ended.
     ///
     /// See the [type's example](Self).
     pub fn turn(&mut self, message: &str) -> crate::Result<ChatTurn> {
-        self.finish()?;
+        self.end_turn()?;
         let snapshot = self.store.snapshot();
         let mut next = self.conversation.clone();
         let mut turn = next.next_turn(message);
@@ -246,21 +272,50 @@ impl Chat {
         Ok(out)
     }
 
-    /// Ends the turn under way for learning: counts the tools it sent and called into the
-    /// store's usage (when the chat learns). [`turn`](Self::turn) does it for the turn before;
-    /// call this after the conversation's last turn. Calling it twice counts once.
+    /// Ends the turn under way for learning and writes what the chat's queue holds: the tools
+    /// it sent and called are counted into the store's usage (when the chat learns).
+    /// [`turn`](Self::turn) ends the turn before it without writing; call this after the
+    /// conversation's last turn (dropping the chat does it too, its errors unseen). Calling
+    /// it twice counts once.
     ///
-    /// Errors: the store refused the write; the turn's counts are then dropped, the store as
-    /// it was.
+    /// Errors: the store refused the write ([`UsageQueue::flush`]: the turns refused are
+    /// dropped, the others counted).
     ///
     /// See the [type's example](Self).
     pub fn finish(&mut self) -> crate::Result<()> {
+        self.end_turn()?;
         if self.learn {
-            self.usage.commit_turn(&self.store)?;
-        } else {
-            self.usage.finish_turn();
+            self.queue.flush()?;
         }
         Ok(())
+    }
+
+    /// Ends the turn under way: its evidence queued when the chat learns (which writes the
+    /// queue's batch when the turn fills it), dropped otherwise.
+    fn end_turn(&mut self) -> crate::Result<()> {
+        let turn = self.usage.finish_turn();
+        if self.learn {
+            self.queue.push(turn)?;
+        }
+        Ok(())
+    }
+
+    /// The export names the turn under way was sent under (those of the store's `tools`
+    /// table when it started), if a turn started: the names to read the model's calls by.
+    /// The same `Arc` serves turn after turn until the `tools` table changes.
+    ///
+    /// ```
+    /// use capstore::{agent::Chat, Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city").with_source("w")))?;
+    /// let mut chat = Chat::new(store);
+    /// chat.turn("weather in Oslo?")?;
+    /// let export = chat.export().expect("a turn started");
+    /// assert_eq!(export.resolve("get_weather"), Some("w/get_weather"));
+    /// # Ok::<(), capstore::Error>(())
+    /// ```
+    pub fn export(&self) -> Option<&Arc<ToolExport>> {
+        self.current.as_ref().map(|c| &c.export)
     }
 
     /// The selection of the turn under way, if a turn started.
@@ -286,5 +341,13 @@ impl Chat {
     /// ```
     pub fn conversation(&self) -> &Conversation {
         &self.conversation
+    }
+}
+
+impl Drop for Chat {
+    /// Finishes the conversation ([`Chat::finish`]): its last turn is queued and the queue
+    /// written. A refusal has no one to go to and is dropped.
+    fn drop(&mut self) {
+        let _ = self.finish();
     }
 }

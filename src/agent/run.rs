@@ -16,7 +16,7 @@ use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tables::TOOLS;
-use crate::usage::UsageRecorder;
+use crate::usage::{UsageQueue, UsageRecorder};
 
 use super::approval::{Approvals, Decision, Ticket, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
@@ -151,6 +151,8 @@ pub struct Agent<M> {
     approvals: Option<Approvals>,
     export: Mutex<Option<Arc<ToolExport>>>,
     learn: bool,
+    /// Where its sessions' finished turns go, counted into the store in batches.
+    queue: UsageQueue,
 }
 
 impl<M: Model> Agent<M> {
@@ -166,7 +168,6 @@ impl<M: Model> Agent<M> {
     pub fn new(store: Store, model: M) -> Self {
         Agent {
             executor: Executor::new(store.clone()),
-            store,
             model,
             builder: Some(ContextBuilder::new()),
             events: None,
@@ -176,13 +177,18 @@ impl<M: Model> Agent<M> {
             approvals: None,
             export: Mutex::new(None),
             learn: true,
+            queue: UsageQueue::new(store.clone()),
+            store,
         }
     }
 
     /// Whether each finished turn's calls (and the tools it offered) are counted into the
     /// store's [`usage`](crate::usage), so that later selections bring the tools they need
     /// first. Default true. The agent records its sessions' calls itself: its executor needs no
-    /// recorder of its own ([`Executor::with_usage`]).
+    /// recorder of its own ([`Executor::with_usage`]). Finished turns are queued on the agent's
+    /// [`UsageQueue`] and written in batches: a turn teaches the selections that start after
+    /// its batch is written; [`flush_usage`](Self::flush_usage) writes what the queue holds,
+    /// and so does dropping the agent (its last handle on the queue).
     ///
     /// ```
     /// # use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest};
@@ -193,6 +199,42 @@ impl<M: Model> Agent<M> {
     pub fn with_learning(mut self, learn: bool) -> Self {
         self.learn = learn;
         self
+    }
+
+    /// Queues its sessions' finished turns on `queue` (by default a queue of its own, with the
+    /// default [`BatchLimits`](crate::usage::BatchLimits)): share one with the store's other
+    /// conversations. It should be a queue over the agent's store.
+    ///
+    /// ```
+    /// # use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest};
+    /// # struct M; impl Model for M { async fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> { Ok(ModelReply::Final(String::new())) } }
+    /// use capstore::usage::{BatchLimits, UsageQueue};
+    /// let store = capstore::Store::new();
+    /// let each_turn = BatchLimits { max_turns: 1, ..BatchLimits::default() };
+    /// let agent = Agent::new(store.clone(), M).with_usage_queue(UsageQueue::with_limits(store, each_turn));
+    /// # let _ = agent;
+    /// ```
+    pub fn with_usage_queue(mut self, queue: UsageQueue) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Writes the finished turns the agent's queue holds into the store's usage now (what
+    /// dropping the agent does): call it when the agent stops, or before reading what its
+    /// turns taught.
+    ///
+    /// Errors: the store refused the write ([`UsageQueue::flush`]).
+    ///
+    /// ```
+    /// # use capstore::agent::{Agent, Model, ModelError, ModelReply, ModelRequest};
+    /// # struct M; impl Model for M { async fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> { Ok(ModelReply::Final(String::new())) } }
+    /// let agent = Agent::new(capstore::Store::new(), M);
+    /// agent.flush_usage()?;
+    /// # Ok::<(), capstore::agent::AgentError>(())
+    /// ```
+    pub fn flush_usage(&self) -> Result<(), AgentError> {
+        self.queue.flush()?;
+        Ok(())
     }
 
     /// Uses `builder` to select tools; `None` sends every tool each turn.
@@ -712,12 +754,12 @@ impl<M: Model> Agent<M> {
         }
     }
 
-    /// Ends the session's turn for usage: counts it into the store, when the agent learns.
+    /// Ends the session's turn for usage: queues it, when the agent learns (which writes the
+    /// queue's batch when the turn fills it).
     fn learn_turn(&self, session: &mut Session) -> Result<(), AgentError> {
+        let turn = session.usage.finish_turn();
         if self.learn {
-            session.usage.commit_turn(&self.store)?;
-        } else {
-            session.usage.finish_turn();
+            self.queue.push(turn)?;
         }
         Ok(())
     }

@@ -105,8 +105,9 @@ impl Executor {
     }
 
     /// Records each call that succeeds into `recorder` (the tool's name, in order), for
-    /// [`usage`](crate::usage) to learn from when the conversation's turn ends
-    /// ([`UsageRecorder::commit_turn`]). One recorder per conversation: give each
+    /// [`usage`](crate::usage) to learn from when the conversation's turn ends (queued on a
+    /// [`UsageQueue`](crate::usage::UsageQueue), or written alone with
+    /// [`UsageRecorder::commit_turn`]). One recorder per conversation: give each
     /// conversation's clone of the executor its own. A call that fails teaches nothing.
     ///
     /// ```

@@ -39,7 +39,10 @@
 //! ends when a `search_tools` follows calls (the model looks for something new), after two
 //! minutes without a search or call, or when the session ends. What `search_tools` returned
 //! in the turn counts as sent. A session is stdio's one client, or one Streamable HTTP session.
-//! Counts only, never arguments; a held tool never runs, so it teaches nothing. `capstore
+//! Counts only, never arguments; a held tool never runs, so it teaches nothing. Finished turns
+//! go on the gateway's [`UsageQueue`](crate::usage::UsageQueue), shared by its sessions and
+//! written into the store in batches (its time bound checked at each search and call); a
+//! session that ends, and the gateway when dropped, write what it holds. `capstore
 //! serve` keeps usage in a file beside the configuration
 //! ([`usage_path`](crate::usage::usage_path)), or, with `--state`,
 //! in the PostgreSQL log, so every gateway learns from every gateway's calls

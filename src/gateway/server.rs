@@ -16,7 +16,7 @@ use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn, catalo
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
-use crate::usage::{TurnUse, UsageRecorder, learn};
+use crate::usage::{TurnUse, UsageQueue, UsageRecorder};
 use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
@@ -130,12 +130,13 @@ const TURN_GAP: Duration = Duration::from_secs(120);
 
 /// One client session's turn, for usage. The gateway sees no user messages: a turn ends when a
 /// `search_tools` follows calls (a new task is looked for), when `TURN_GAP` passes, or when the
-/// session ends.
+/// session ends. A finished turn goes to the sink, or to the gateway's queue (shared by its
+/// sessions), which writes it into the store in a batch.
 struct SessionUse {
     recorder: UsageRecorder,
     /// When the session last searched or called.
     last: Mutex<Option<Instant>>,
-    store: Store,
+    queue: UsageQueue,
     learn: bool,
     sink: Option<UsageSink>,
 }
@@ -145,7 +146,7 @@ impl SessionUse {
         SessionUse {
             recorder: UsageRecorder::new(),
             last: Mutex::new(None),
-            store: shared.store.clone(),
+            queue: shared.usage.clone(),
             learn: shared.options.learn,
             sink: shared.options.usage_sink.clone(),
         }
@@ -163,6 +164,9 @@ impl SessionUse {
         if gap || (searching && !self.recorder.peek().called.is_empty()) {
             self.end_turn();
         }
+        // Each search and call checks the queue's time bound, for every session's turns.
+        // A refused write (a store's own rule) loses those turns' counts, nothing else.
+        let _ = self.queue.flush_if_due();
     }
 
     /// Counts the turn (into the store, or hands it to the sink) and starts the next.
@@ -173,22 +177,30 @@ impl SessionUse {
         }
         match &self.sink {
             Some(sink) => (sink.0)(turn),
-            // A refused write (a store's own rule) loses one turn's counts, nothing else.
+            // A refused write (a store's own rule) loses the batch's refused turns, nothing
+            // else.
             None => {
-                let _ = self.store.write(|tx| learn(tx, &turn));
+                let _ = self.queue.push(turn);
             }
         }
     }
 }
 
 impl Drop for SessionUse {
+    /// The session ended: its turn is counted, and what the queue holds written.
     fn drop(&mut self) {
         self.end_turn();
+        let _ = self.queue.flush();
     }
 }
 
 struct Shared {
     store: Store,
+    /// The sessions' finished turns, counted into `store` in batches; written when the
+    /// gateway (its last handle) is dropped.
+    usage: UsageQueue,
+    /// The export names of the `tools` table's latest version seen.
+    export: Mutex<Option<Arc<ToolExport>>>,
     quarantine: Option<Quarantine>,
     options: GatewayOptions,
     executor: Executor,
@@ -239,6 +251,8 @@ impl Gateway {
             .with_events(events.clone());
         let shared = Arc::new(Shared {
             executor,
+            usage: UsageQueue::new(store.clone()),
+            export: Mutex::new(None),
             store,
             quarantine,
             options,
@@ -305,10 +319,15 @@ impl Gateway {
         Ok(())
     }
 
+    /// The export names of `snap`, computed once for each state of the `tools` table.
+    fn export(&self, snap: &Snapshot) -> Result<Arc<ToolExport>, crate::StoreError> {
+        ToolExport::cached(&mut self.shared.export.lock(), snap)
+    }
+
     /// The tools a client sees now.
     fn listed(&self) -> Vec<rmcp::model::Tool> {
         let snap = self.shared.store.snapshot();
-        let Ok(export) = ToolExport::for_snapshot(&snap) else {
+        let Ok(export) = self.export(&snap) else {
             return Vec::new();
         };
         let mut tools = Vec::new();
@@ -501,7 +520,8 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut snap = self.shared.store.snapshot();
-        let mut export = ToolExport::for_snapshot(&snap)
+        let mut export = self
+            .export(&snap)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if resolve(&snap, &export, name).is_none() {
             if let Some(answer) = self.held(name) {
@@ -509,7 +529,8 @@ impl Gateway {
             }
             // Not held (any more: an approval may just have been imported): look again.
             snap = self.shared.store.snapshot();
-            export = ToolExport::for_snapshot(&snap)
+            export = self
+                .export(&snap)
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         }
         let Some(key) = resolve(&snap, &export, name) else {
@@ -874,7 +895,7 @@ impl ServerHandler for Gateway {
 impl Gateway {
     fn is_pinned(&self, name: &str) -> bool {
         let snap = self.shared.store.snapshot();
-        let Ok(export) = ToolExport::for_snapshot(&snap) else {
+        let Ok(export) = self.export(&snap) else {
             return false;
         };
         let key = resolve(&snap, &export, name);
@@ -885,6 +906,10 @@ impl Gateway {
             .any(|pinned| key.is_some() && resolve(&snap, &export, pinned) == key)
     }
 }
+
+#[cfg(test)]
+#[path = "usage_tests.rs"]
+mod usage_tests;
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,9 @@ pub enum Provider {
 #[derive(Debug, Clone, Default)]
 pub struct ToolExport {
     version: u64,
+    /// The version at which the snapshot's `tools` table last changed: the names depend on it
+    /// alone.
+    tools_version: u64,
     names: BTreeMap<String, String>,
     reverse: HashMap<String, String>,
 }
@@ -74,31 +77,41 @@ impl ToolExport {
         let reverse = names.iter().map(|(k, v)| (v.clone(), k.clone())).collect();
         Ok(ToolExport {
             version: snapshot.version(),
+            tools_version: snapshot.table_version(&TOOLS)?,
             names,
             reverse,
         })
     }
 
     /// The export names of `snapshot` from `cache`, computed ([`for_snapshot`](Self::for_snapshot))
-    /// and kept there when the cache holds another version's or none: what a conversation
-    /// keeps between its turns, since the names change only with the store.
+    /// and kept there when the cache holds none, or names computed for another state of the
+    /// `tools` table: what a conversation keeps between its turns. The names depend on the
+    /// tools alone, so the cache follows that table's version
+    /// ([`Snapshot::table_version`]): a commit to other tables (a turn's usage, vectors) keeps
+    /// it.
     ///
     /// ```
     /// use capstore::provider::ToolExport;
+    /// use capstore::usage::{TurnUse, learn};
     /// use capstore::{Store, Tool, TOOLS};
     /// let store = Store::new();
     /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
     /// let mut cache = None;
     /// let first = ToolExport::cached(&mut cache, &store.snapshot())?;
+    /// store.write(|tx| learn(tx, &TurnUse::new(["get_weather"])))?; // usage only
     /// let again = ToolExport::cached(&mut cache, &store.snapshot())?;
     /// assert!(std::sync::Arc::ptr_eq(&first, &again));
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_time", "Time in a city")))?;
+    /// let fresh = ToolExport::cached(&mut cache, &store.snapshot())?;
+    /// assert_eq!(fresh.export_name("get_time"), Some("get_time"));
     /// # Ok::<(), capstore::StoreError>(())
     /// ```
     pub fn cached(
         cache: &mut Option<Arc<ToolExport>>,
         snapshot: &Snapshot,
     ) -> Result<Arc<ToolExport>, StoreError> {
-        if let Some(export) = cache.as_ref().filter(|e| e.version == snapshot.version()) {
+        let tools_version = snapshot.table_version(&TOOLS)?;
+        if let Some(export) = cache.as_ref().filter(|e| e.tools_version == tools_version) {
             return Ok(Arc::clone(export));
         }
         let export = Arc::new(ToolExport::for_snapshot(snapshot)?);
@@ -106,7 +119,9 @@ impl ToolExport {
         Ok(export)
     }
 
-    /// The snapshot version the names were computed for.
+    /// The snapshot version the names were computed for. A [cached](Self::cached) export
+    /// serves later snapshots too, as long as their `tools` table is the same
+    /// ([`tools_version`](Self::tools_version)).
     ///
     /// ```
     /// # let export = capstore::provider::ToolExport::default();
@@ -114,6 +129,22 @@ impl ToolExport {
     /// ```
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The version at which the `tools` table the names were computed from last changed
+    /// ([`Snapshot::table_version`]): the names hold for every snapshot whose `tools` table
+    /// says the same.
+    ///
+    /// ```
+    /// use capstore::provider::ToolExport;
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "b")))?;
+    /// assert_eq!(ToolExport::for_snapshot(&store.snapshot())?.tools_version(), 1);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn tools_version(&self) -> u64 {
+        self.tools_version
     }
 
     /// The provider-safe name of a tool (by qualified name).

@@ -13,6 +13,10 @@
 //! - **Changes**: each commit yields a [`ChangeSet`], delivered in version order to callbacks
 //!   ([`Store::subscribe`]), async receivers ([`Store::changes`], [`Store::wait_for_version`])
 //!   and [`Watcher`]s of a [`WatchSet`].
+//! - **Versions per table**: beside the store's one version, a snapshot says at which version
+//!   each table last changed ([`Snapshot::table_version`]). A cache computed from some tables
+//!   keys on theirs, and a commit to other tables (a turn's usage) leaves it valid; watchers
+//!   and [`Store::table_versions`] wake only for the tables they follow.
 //!
 //! Of ACID, the store gives atomicity, consistency and isolation (snapshot isolation with a
 //! single writer, so no anomalies at all); not durability: it lives in memory. Records are
@@ -209,6 +213,7 @@ impl StoreBuilder {
     pub fn build(self) -> Store {
         // One state per declared table, in the same order: handles index both by position.
         let tables: Vec<TableState> = self.tables.iter().map(TableState::new).collect();
+        let notifier = Arc::new(Notifier::new(tables.len()));
         let schema = Arc::new(Schema {
             uid: self.uid,
             builtin_tables: self.builtin_tables,
@@ -223,7 +228,7 @@ impl StoreBuilder {
             inner: Arc::new(StoreInner {
                 current: ArcSwap::from_pointee(snapshot),
                 writer: Arc::new(Mutex::new(())),
-                notifier: Arc::new(Notifier::new()),
+                notifier,
                 txns: AtomicU64::new(0),
             }),
         }
@@ -446,6 +451,38 @@ impl Store {
         self.inner.notifier.versions()
     }
 
+    /// A `tokio::sync::watch` receiver of the version at which the table behind `table` last
+    /// changed ([`Snapshot::table_version`]): it wakes only for commits that change that
+    /// table, so a follower of the tools is not woken by a turn's learning. Errors: a handle of
+    /// another store.
+    ///
+    /// ```
+    /// use capstore::usage::{TurnUse, learn};
+    /// use capstore::{Store, Tool, TOOLS};
+    /// let store = Store::new();
+    /// let mut tools = store.table_versions(&TOOLS)?;
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("cd", "Change directory")))?;
+    /// assert!(tools.has_changed().unwrap_or(false));
+    /// assert_eq!(*tools.borrow_and_update(), 1);
+    /// store.write(|tx| learn(tx, &TurnUse::new(["cd"])))?;
+    /// assert!(!tools.has_changed().unwrap_or(true), "a usage write does not wake it");
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn table_versions<R: Record>(
+        &self,
+        table: &Table<R>,
+    ) -> Result<tokio_watch::Receiver<u64>, StoreError> {
+        let snapshot = self.inner.current.load();
+        snapshot.schema.check(table)?;
+        self.inner
+            .notifier
+            .table_versions(table.id)
+            .ok_or_else(|| StoreError::TableMismatch {
+                table: format!("#{}", table.id),
+                reason: "this store has no table at that position".to_string(),
+            })
+    }
+
     /// Waits (async) until the store's version is at least `version`, then returns the latest
     /// snapshot.
     ///
@@ -471,7 +508,22 @@ impl Store {
 
     /// Watches a set of query interests, relative to the snapshot version the caller read them
     /// at: if a commit after `since_version` may have changed them, the watcher fires (at once,
-    /// if that commit already happened). Unknown index names are an error.
+    /// if that commit already happened). Unknown index names are an error. Only commits that
+    /// change a watched table count: a watch on `tools` read at version 1 does not fire for
+    /// usage written at version 2, whenever it is registered ([`Snapshot::table_version`]).
+    ///
+    /// ```
+    /// use capstore::usage::{TurnUse, learn};
+    /// use capstore::{Store, Tool, TOOLS, WatchSet};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("cd", "Change directory")))?;
+    /// let seen = store.snapshot();
+    /// store.write(|tx| learn(tx, &TurnUse::new(["cd"])))?;
+    /// let w = store.watch(&WatchSet::new().table(&TOOLS), seen.version())?;
+    /// assert!(!w.is_fired(), "the commit since was usage alone");
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    ///
     ///
     /// ```
     /// use capstore::{Store, Tool, TOOLS, WatchSet};
@@ -492,7 +544,13 @@ impl Store {
         // published before it registered; in that case fire conservatively.
         let current = &self.inner.current;
         self.inner.notifier.add_watcher(&state, || {
-            !set.is_empty() && current.load().version > since_version
+            let now = current.load();
+            now.version > since_version
+                && state.tables().any(|id| {
+                    now.tables
+                        .get(id)
+                        .is_some_and(|table| table.version > since_version)
+                })
         });
         Ok(Watcher { state })
     }

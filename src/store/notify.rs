@@ -28,25 +28,30 @@ pub(crate) struct Notifier {
     /// exists, so nothing a sender would have sent is missed.
     changes: OnceLock<broadcast::Sender<Arc<ChangeSet>>>,
     version: watch::Sender<u64>,
+    /// Per table, in declaration order: the version at which it last changed.
+    table_versions: Vec<watch::Sender<u64>>,
     watchers: Mutex<Vec<Weak<WatchState>>>,
     listener_panics: AtomicU64,
 }
 
 impl Notifier {
-    pub fn new() -> Self {
+    /// A notifier for a store of `tables` tables.
+    pub fn new(tables: usize) -> Self {
         let (version, _) = watch::channel(0);
         Notifier {
             subscribers: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             changes: OnceLock::new(),
             version,
+            table_versions: (0..tables).map(|_| watch::channel(0).0).collect(),
             watchers: Mutex::new(Vec::new()),
             listener_panics: AtomicU64::new(0),
         }
     }
 
-    /// Delivers one commit's change set to every listener.
-    pub fn publish(&self, schema: &Schema, changes: Arc<ChangeSet>) {
+    /// Delivers one commit's change set to every listener; `changed` are the positions of the
+    /// tables it touches.
+    pub fn publish(&self, schema: &Schema, changes: Arc<ChangeSet>, changed: &[usize]) {
         // Copy the list first, so a callback may subscribe or unsubscribe without deadlocking.
         let callbacks: Vec<Callback> = self
             .subscribers
@@ -73,6 +78,11 @@ impl Notifier {
         let version = changes.version;
         if let Some(sender) = self.changes.get() {
             let _ = sender.send(changes);
+        }
+        for id in changed {
+            if let Some(sender) = self.table_versions.get(*id) {
+                sender.send_replace(version);
+            }
         }
         self.version.send_replace(version);
     }
@@ -106,6 +116,11 @@ impl Notifier {
 
     pub fn versions(&self) -> watch::Receiver<u64> {
         self.version.subscribe()
+    }
+
+    /// The receiver of table `id`'s versions; `None` for a position the store has no table at.
+    pub fn table_versions(&self, id: usize) -> Option<watch::Receiver<u64>> {
+        self.table_versions.get(id).map(watch::Sender::subscribe)
     }
 
     /// Registers a watcher and, under the same lock, runs `missed`: a commit either takes the

@@ -279,6 +279,30 @@ impl Snapshot {
         self.version
     }
 
+    /// The version at which the table behind `table` last changed: the version of the latest
+    /// commit, up to this snapshot's, whose change set holds a change to it (0 if none has). A
+    /// commit that changes other tables leaves it as it was, so a value computed from one
+    /// table's rows stays right for as long as this number does: key a cache on it (the export
+    /// names of [`ToolExport::cached`](crate::provider::ToolExport::cached) follow `tools`, and
+    /// a turn's learning, which writes only `usage`, leaves them be). Never more than
+    /// [`version`](Self::version).
+    ///
+    /// ```
+    /// use capstore::usage::{TurnUse, learn};
+    /// use capstore::{Store, Tool, TOOLS, USAGE};
+    /// let store = Store::new();
+    /// store.write(|tx| tx.insert(&TOOLS, Tool::new("cd", "Change directory").with_source("fs")))?;
+    /// store.write(|tx| learn(tx, &TurnUse::new(["fs/cd"])))?;
+    /// let snap = store.snapshot();
+    /// assert_eq!(snap.version(), 2);
+    /// assert_eq!(snap.table_version(&TOOLS)?, 1); // the usage write left the tools as they were
+    /// assert_eq!(snap.table_version(&USAGE)?, 2);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn table_version<R: Record>(&self, table: &Table<R>) -> Result<u64, StoreError> {
+        Ok(self.resolve(table)?.1.version)
+    }
+
     /// The names of the tables, in declaration order.
     ///
     /// ```

@@ -20,6 +20,8 @@ pub(crate) struct TableState {
     pub rows: OrdMap<Arc<str>, Row>,
     pub indexes: Vec<IndexMap>,
     pub text: Option<Bm25Index>,
+    /// The version of the last commit that changed the table (0: none yet).
+    pub version: u64,
 }
 
 /// A record ready to be written: its key and index keys computed, every check passed.
@@ -44,6 +46,7 @@ impl TableState {
             rows: OrdMap::new(),
             indexes: vec![OrdMap::new(); def.indexes.len()],
             text,
+            version: 0,
         }
     }
 

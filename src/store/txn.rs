@@ -227,6 +227,17 @@ impl WriteTxn {
             };
         }
         working.version += 1;
+        let version = working.version;
+        // The tables the change set touches, each once: they move to the new version.
+        let mut changed: Vec<usize> = Vec::new();
+        for change in &changes.changes {
+            if !changed.contains(&change.table_id)
+                && let Some(table) = working.tables.get_mut(change.table_id)
+            {
+                table.version = version;
+                changed.push(change.table_id);
+            }
+        }
         // The writer lock is held, so the published snapshot is this transaction's base.
         let base = store.current.load();
         for (table, before) in working.tables.iter_mut().zip(&base.tables) {
@@ -234,10 +245,11 @@ impl WriteTxn {
         }
         let changes = Arc::new(changes);
         let schema = Arc::clone(&working.schema);
-        let version = working.version;
         store.current.store(Arc::new(working));
         // Still holding the writer lock: listeners see commits in version order.
-        store.notifier.publish(&schema, Arc::clone(&changes));
+        store
+            .notifier
+            .publish(&schema, Arc::clone(&changes), &changed);
         CommitInfo { version, changes }
     }
 

@@ -160,6 +160,13 @@ pub(crate) enum Interest {
 }
 
 impl Interest {
+    /// The position of the table the interest is in.
+    fn table(&self) -> usize {
+        match self {
+            Interest::Table(id) | Interest::Key(id, _) | Interest::Index(id, ..) => *id,
+        }
+    }
+
     fn matches(&self, schema: &Schema, changes: &ChangeSet) -> bool {
         changes.changes.iter().any(|change| {
             let rows = || change.before.iter().chain(change.after.iter());
@@ -233,6 +240,11 @@ impl WatchState {
             condvar: Condvar::new(),
             notify: Notify::new(),
         }
+    }
+
+    /// The positions of the tables its interests are in (a table may come more than once).
+    pub fn tables(&self) -> impl Iterator<Item = usize> + '_ {
+        self.interests.iter().map(Interest::table)
     }
 
     /// Fires the watcher if `changes` touch any of its interests.

@@ -103,17 +103,20 @@ pub fn shared_quarantine(
 struct LocalTrust {
     store: Store,
     tables: SyncTables,
+    /// The trust table's version ([`Snapshot::table_version`](crate::Snapshot::table_version))
+    /// and the state built from it.
     cache: Mutex<Option<(u64, Arc<TrustState>)>>,
 }
 
 impl LocalTrust {
-    /// The whole trust state of the store's latest snapshot (built again only when the store
-    /// has changed since the last call).
+    /// The whole trust state of the store's latest snapshot (built again only when the trust
+    /// table has changed since the last call: the usage the log brings leaves it be).
     fn state(&self) -> Result<Arc<TrustState>, SyncError> {
         let snap = self.store.snapshot();
+        let trust_version = snap.table_version(&self.tables.trust)?;
         let mut cache = self.cache.lock();
         if let Some((version, state)) = &*cache
-            && *version == snap.version()
+            && *version == trust_version
         {
             return Ok(Arc::clone(state));
         }
@@ -127,7 +130,7 @@ impl LocalTrust {
                 .insert(row.tool.clone(), record);
         }
         let state = Arc::new(state);
-        *cache = Some((snap.version(), Arc::clone(&state)));
+        *cache = Some((trust_version, Arc::clone(&state)));
         Ok(state)
     }
 }

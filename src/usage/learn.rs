@@ -131,19 +131,84 @@ pub(crate) enum Known {
     Any,
 }
 
+/// Counts `turns` into the [`USAGE`](crate::USAGE) table in `tx`, in order: the same rows as
+/// one [`learn`] per turn in that order, each row read and written once for all of them (the
+/// batch a [`UsageQueue`](super::UsageQueue) writes). Which tools count is decided by the
+/// `tools` table `tx` sees, for every turn alike.
+///
+/// ```
+/// use capstore::usage::{TurnUse, learn, learn_all};
+/// use capstore::{Store, Tool, TOOLS, USAGE};
+/// let stores = [Store::new(), Store::new()];
+/// for store in &stores {
+///     store.write(|tx| {
+///         tx.insert(&TOOLS, Tool::new("cd", "Change directory").with_source("fs"))?;
+///         tx.insert(&TOOLS, Tool::new("mv", "Move a file").with_source("fs"))
+///     })?;
+/// }
+/// let turns = [TurnUse::new(["fs/cd", "fs/mv"]), TurnUse::new(["fs/mv"]).with_previous(["fs/cd"])];
+/// for turn in &turns {
+///     stores[0].write(|tx| learn(tx, turn))?;
+/// }
+/// stores[1].write(|tx| learn_all(tx, &turns))?;
+/// let row = |store: &Store| store.snapshot().get_arc(&USAGE, "fs/cd");
+/// assert_eq!(row(&stores[0])?, row(&stores[1])?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn learn_all(tx: &mut WriteTxn, turns: &[TurnUse]) -> Result<(), StoreError> {
+    let mut rows: HashMap<&str, Usage> = HashMap::new();
+    for turn in turns {
+        count(tx, &mut rows, turn, Known::InTools)?;
+    }
+    write(tx, rows)
+}
+
 /// [`learn`], counting the tools `known` says.
 pub(crate) fn learn_with(
     tx: &mut WriteTxn,
     turn: &TurnUse,
     known: Known,
 ) -> Result<(), StoreError> {
-    let known = |tx: &WriteTxn, key: &str| match known {
-        Known::InTools => tx.view().contains(&TOOLS, key),
-        #[cfg(feature = "postgres")]
-        Known::Any => Ok(!key.is_empty()),
-    };
     let mut rows: HashMap<&str, Usage> = HashMap::new();
-    // Each row is read once, changed in `rows`, and written once at the end.
+    count(tx, &mut rows, turn, known)?;
+    write(tx, rows)
+}
+
+/// Writes the rows counted in memory, in key order (so that the change set is the same
+/// whatever the turns' order).
+fn write(tx: &mut WriteTxn, rows: HashMap<&str, Usage>) -> Result<(), StoreError> {
+    let mut rows: Vec<(&str, Usage)> = rows.into_iter().collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (_, usage) in rows {
+        tx.upsert(&USAGE, usage)?;
+    }
+    Ok(())
+}
+
+/// Counts one turn into `rows`: the rows it names, read from `tx` the first time any turn
+/// names them and kept in `rows` from then on. Leaves each row it changed with its
+/// companions in order, as a write after the turn would: the next turn's eviction of the
+/// weakest companion reads that order.
+fn count<'k>(
+    tx: &WriteTxn,
+    rows: &mut HashMap<&'k str, Usage>,
+    turn: &'k TurnUse,
+    known: Known,
+) -> Result<(), StoreError> {
+    // A tool with a row in `rows` was known when the row was read, and the `tools` table does
+    // not change inside the batch: no look-up again.
+    let known = |tx: &WriteTxn, rows: &HashMap<&'k str, Usage>, key: &str| {
+        if rows.contains_key(key) {
+            return Ok(true);
+        }
+        match known {
+            Known::InTools => tx.view().contains(&TOOLS, key),
+            #[cfg(feature = "postgres")]
+            Known::Any => Ok(!key.is_empty()),
+        }
+    };
+    // Each row is read once, put in order (as a write after each turn leaves a row: one
+    // written otherwise may not be), then changed in `rows`.
     fn row<'k>(
         tx: &WriteTxn,
         rows: &mut HashMap<&'k str, Usage>,
@@ -151,23 +216,27 @@ pub(crate) fn learn_with(
     ) -> Result<(), StoreError> {
         if !rows.contains_key(key) {
             let current = tx.view().get(&USAGE, key)?;
-            let usage = current.cloned().unwrap_or_else(|| Usage::new(key));
+            let mut usage = current.cloned().unwrap_or_else(|| Usage::new(key));
+            usage.sort_companions();
             rows.insert(key, usage);
         }
         Ok(())
     }
+    // The rows whose companions this turn changed, to put back in order at its end.
+    let mut touched: Vec<&'k str> = Vec::new();
 
     let mut called: Vec<(&str, u64)> = Vec::new();
     for (tool, calls) in turn.distinct_calls() {
-        if known(tx, tool)? {
+        if known(tx, rows, tool)? {
             called.push((tool, calls));
         }
     }
     for (position, &(tool, calls)) in called.iter().enumerate() {
-        row(tx, &mut rows, tool)?;
+        row(tx, rows, tool)?;
         let Some(usage) = rows.get_mut(tool) else {
             continue;
         };
+        touched.push(tool);
         usage.turns = usage.turns.saturating_add(1);
         usage.calls = usage.calls.saturating_add(calls);
         for (other_position, &(other, _)) in called.iter().enumerate() {
@@ -184,15 +253,16 @@ pub(crate) fn learn_with(
     }
     let mut previous: Vec<&str> = Vec::new();
     for tool in &turn.previous {
-        if !previous.contains(&tool.as_str()) && known(tx, tool)? {
+        if !previous.contains(&tool.as_str()) && known(tx, rows, tool)? {
             previous.push(tool);
         }
     }
     for tool in previous {
-        row(tx, &mut rows, tool)?;
+        row(tx, rows, tool)?;
         let Some(usage) = rows.get_mut(tool) else {
             continue;
         };
+        touched.push(tool);
         for &(next, _) in &called {
             if next == tool {
                 continue;
@@ -204,12 +274,12 @@ pub(crate) fn learn_with(
     }
     let mut sent: Vec<&str> = Vec::new();
     for tool in &turn.sent {
-        if !sent.contains(&tool.as_str()) && known(tx, tool)? {
+        if !sent.contains(&tool.as_str()) && known(tx, rows, tool)? {
             sent.push(tool);
         }
     }
     for tool in sent {
-        row(tx, &mut rows, tool)?;
+        row(tx, rows, tool)?;
         let was_called = called.iter().any(|(t, _)| *t == tool);
         if let Some(usage) = rows.get_mut(tool) {
             usage.sent = usage.sent.saturating_add(1);
@@ -218,12 +288,10 @@ pub(crate) fn learn_with(
             }
         }
     }
-    // Written in key order, so that the change set is the same whatever the turn's order.
-    let mut rows: Vec<(&str, Usage)> = rows.into_iter().collect();
-    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    for (_, mut usage) in rows {
-        usage.sort_companions();
-        tx.upsert(&USAGE, usage)?;
+    for tool in touched {
+        if let Some(usage) = rows.get_mut(tool) {
+            usage.sort_companions();
+        }
     }
     Ok(())
 }

@@ -9,9 +9,10 @@
 //!
 //! ```text
 //! calls of a turn (Executor, capstore serve, the agent loop) ──► UsageRecorder (in memory)
-//!     turn ends ──► learn(tx, &TurnUse) ──► usage rows: turns, calls, sent → called,
-//!                                          companions (together, before, next turn)
-//! next turn: a tool enters the list ──► its companions come too (ContextBuilder)
+//!     turn ends ──► UsageQueue::push(TurnUse) (in memory; no transaction)
+//!     batch due (64 turns, 1 s, flush, drop) ──► learn_all(tx, &[TurnUse]) ──► usage rows:
+//!         turns, calls, sent → called, companions (together, before, next turn)
+//! a later selection: a tool enters the list ──► its companions come too (ContextBuilder)
 //! ```
 //!
 //! - **Counts, never arguments.** A row holds how many turns called the tool, how many
@@ -28,10 +29,20 @@
 //!   companion that is not in the store (removed, or held back by the gateway's quarantine,
 //!   which keeps it out of the store) is never brought.
 //!
+//! - **Off the turn's path.** [`Chat`](crate::agent::Chat), the agent loop, the gateway and the
+//!   Python conversation queue each finished turn on a [`UsageQueue`], which counts the turns
+//!   into the table in batches (one transaction each, within [`BatchLimits`]) with the same
+//!   rows as a transaction per turn; they flush it when they finish. A selection reads only
+//!   rows written: a turn teaches the selections that start after its batch is written (see
+//!   [`UsageQueue`] for the bounds and what a crash loses). The table's writes leave the
+//!   `tools` table's version ([`Snapshot::table_version`](crate::Snapshot::table_version)) as
+//!   it was, so what is cached on the tools (the export names) stays.
+//!
 //! # Cost
 //! Recording a call is a push onto the conversation's list (the benchmark `usage` measures it,
-//! BENCHMARKS.md). Ending a turn is one store transaction: an upsert per tool the turn sent or
-//! called, and for *k* distinct calls *k*² small steps over their companions. A row is at most
+//! BENCHMARKS.md). Ending a turn is a push onto the queue. A batch is one store transaction:
+//! each row its turns name read and written once, and per turn, for *k* distinct calls, *k*²
+//! small steps over their companions ([`learn`] writes one turn alone). A row is at most
 //! [`MAX_COMPANIONS`] companions, about a kilobyte; rows exist only for tools sent or called.
 //!
 //! ```
@@ -55,6 +66,7 @@
 
 mod file;
 mod learn;
+mod queue;
 mod record;
 mod recorder;
 
@@ -64,7 +76,8 @@ pub use file::{
 // For sync: a replica applies the evidence of every tool named, as its log carries it.
 #[cfg(feature = "postgres")]
 pub(crate) use learn::{Known, learn_with};
-pub use learn::{TurnUse, learn};
+pub use learn::{TurnUse, learn, learn_all};
+pub use queue::{BatchLimits, UsageQueue};
 pub(crate) use record::schema;
 pub use record::{Companion, MAX_COMPANIONS, Usage};
 pub use recorder::UsageRecorder;

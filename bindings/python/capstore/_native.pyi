@@ -170,23 +170,28 @@ class Conversation:
     tools out first. Each selected tool says which channel brought it (this message, the
     conversation, a companion, kept from an earlier turn, pinned).
 
-    Each turn's recorded calls are counted into the store's usage when the next turn starts
-    (or at ``finish``), unless the conversation was opened with ``learn=False``: later
-    selections then bring the tools that were called together (a login before a send)."""
+    Each turn's recorded calls are counted into the store's usage, unless the conversation
+    was opened with ``learn=False``: later selections then bring the tools that were called
+    together (a login before a send). A turn ends when the next one starts; its evidence is
+    queued on the store's queue (shared by its conversations, no store transaction) and
+    written in batches (64 turns, or a turn a second after the oldest held), and at
+    ``finish``, when the conversation is dropped, and when the store is. A selection reads
+    only what was written."""
 
     def select(self, message: str) -> Selection:
         """The tools to send for the next user message, read with the conversation so far;
         the selection is remembered for the next turn's list, and the turn before ends (its
-        calls are learned, as ``finish`` does). Releases the GIL."""
+        calls are queued for learning; ``finish`` also writes them). Releases the GIL."""
     def record_tool_use(self, name: str) -> None:
         """Remembers that the model called the tool ``name``: the name it was sent under (the
         exported name, as in the model's tool call) or its qualified name. A tool called is
         recent, and fresh again in the carried list. Raises ``ToolNotFoundError`` for a name
         that is no tool of the store."""
     def finish(self) -> None:
-        """Ends the last turn: its recorded calls are counted into the store's usage (unless
-        the conversation was opened with ``learn=False``). ``select`` does it for the turn
-        before; calling it twice counts once."""
+        """Ends the last turn: its recorded calls, and every finished turn the store's queue
+        holds, are counted into the store's usage now (unless the conversation was opened with
+        ``learn=False``). ``select`` ends the turn before without writing; calling it twice
+        counts once."""
     def record_discovered(self, names: Sequence[str]) -> None:
         """Remembers tools the model found with a tool search (qualified or exported names),
         so that they stay selected from the next turn on."""

@@ -22,9 +22,12 @@ use crate::shared::{Inner, lock};
 /// out first. Each selected tool says which channel brought it (this message, the
 /// conversation, a companion, kept from an earlier turn, pinned).
 ///
-/// Each turn's recorded calls are counted into the store's usage when the next turn starts
-/// (or at `finish`), unless the conversation was opened with `learn=False`: later selections
-/// then bring the tools that were called together (a login before a send).
+/// Each turn's recorded calls are counted into the store's usage, unless the conversation was
+/// opened with `learn=False`: later selections then bring the tools that were called together
+/// (a login before a send). A turn ends when the next one starts; its evidence is queued on
+/// the store's queue (shared by its conversations, no store transaction) and written in
+/// batches (64 turns, or a turn a second after the oldest held), and at `finish`, when the
+/// conversation is dropped, and when the store is. A selection reads only what was written.
 #[pyclass(frozen, module = "capstore._native")]
 pub(crate) struct Conversation {
     inner: Arc<Inner>,
@@ -53,15 +56,21 @@ impl Conversation {
         }
     }
 
-    /// Ends the turn under way for learning: its tools sent and called are counted into the
-    /// store's usage, when the conversation learns.
+    /// Ends the turn under way for learning: its tools sent and called are queued, when the
+    /// conversation learns (the push writes the queue's batch when the turn fills it).
     fn end_turn(&self) -> PyResult<()> {
+        let turn = self.usage.finish_turn();
         if self.learn {
-            self.usage
-                .commit_turn(&self.inner.store)
-                .map_err(errors::store)?;
-        } else {
-            self.usage.finish_turn();
+            self.inner.usage.push(turn).map_err(errors::store)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the turn under way and writes what the store's queue holds.
+    fn end_and_flush(&self) -> PyResult<()> {
+        self.end_turn()?;
+        if self.learn {
+            self.inner.usage.flush().map_err(errors::store)?;
         }
         Ok(())
     }
@@ -71,7 +80,7 @@ impl Conversation {
 impl Conversation {
     /// The tools to send for the next user message, read with the conversation so far; the
     /// selection is remembered for the next turn's list, and the turn before ends (its calls
-    /// are learned, as `finish` does). Releases the GIL.
+    /// are queued for learning; `finish` also writes them). Releases the GIL.
     fn select(&self, py: Python<'_>, message: String) -> PyResult<Selection> {
         let made = py.detach(|| -> PyResult<Made> {
             let builder = self.inner.builder(&self.settings)?;
@@ -102,12 +111,13 @@ impl Conversation {
         Ok(())
     }
 
-    /// Ends the last turn: its recorded calls are counted into the store's usage (unless the
-    /// conversation was opened with `learn=False`). `select` does it for the turn before;
-    /// calling it twice counts once.
+    /// Ends the last turn: its recorded calls, and every finished turn the store's queue
+    /// holds, are counted into the store's usage now (unless the conversation was opened
+    /// with `learn=False`). `select` ends the turn before without writing; calling it twice
+    /// counts once.
     fn finish(&self) -> PyResult<()> {
         let _state = lock(&self.state);
-        self.end_turn()
+        self.end_and_flush()
     }
 
     /// Remembers tools the model found with a tool search (qualified or exported names), so
@@ -145,5 +155,13 @@ impl Conversation {
     /// The provider.
     fn __repr__(&self) -> String {
         format!("Conversation(provider={:?})", provider_name(self.provider))
+    }
+}
+
+impl Drop for Conversation {
+    /// The conversation is gone: its last turn is counted and the queue written (a refusal
+    /// has no one to go to).
+    fn drop(&mut self) {
+        let _ = self.end_and_flush();
     }
 }

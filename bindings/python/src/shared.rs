@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use capstore::context::ContextBuilder;
 use capstore::embed::embed_missing;
 use capstore::provider::ToolExport;
-use capstore::{Snapshot, TOOLS, Tool};
+use capstore::usage::UsageQueue;
+use capstore::{Snapshot, TOOLS, Tool, VECTORS};
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -24,14 +25,18 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// `Conversation`s.
 pub(crate) struct Inner {
     pub(crate) store: capstore::Store,
+    /// The conversations' finished turns, counted into `store` in batches (written when a
+    /// conversation finishes or is dropped, and when the store goes).
+    pub(crate) usage: UsageQueue,
     /// The tools a loaded catalog pins (`Catalog::policy`), added to every policy.
     pub(crate) pinned: Mutex<Vec<String>>,
-    /// Export names of the latest snapshot read, recomputed when the version moves.
+    /// Export names of the latest snapshot read, recomputed when the `tools` table changes.
     pub(crate) export: Mutex<Option<Arc<ToolExport>>>,
     /// Builders by their settings (`Settings::key`): a builder reads its policy's hint tables
     /// once, and hybrid retrieval keeps its vector layout in it.
     pub(crate) builders: Mutex<HashMap<String, Arc<ContextBuilder>>>,
-    /// The store version up to which each model's tool vectors are complete.
+    /// The tables' state (`tools_and_vectors`) at which each model's tool vectors are
+    /// complete.
     pub(crate) embedded: Mutex<HashMap<String, u64>>,
     /// Live MCP servers, when the store was opened from an `mcpServers` configuration.
     pub(crate) live: Mutex<Option<Live>>,
@@ -40,6 +45,7 @@ pub(crate) struct Inner {
 impl Inner {
     pub(crate) fn new(store: capstore::Store, pinned: Vec<String>) -> Arc<Inner> {
         Arc::new(Inner {
+            usage: UsageQueue::new(store.clone()),
             store,
             pinned: Mutex::new(pinned),
             export: Mutex::new(None),
@@ -73,12 +79,12 @@ impl Inner {
             return Ok(());
         };
         let id = capstore::embed::Embedder::model_id(model.as_ref()).to_string();
-        let version = self.store.version();
+        let version = tools_and_vectors(&self.store.snapshot())?;
         if lock(&self.embedded).get(&id) == Some(&version) {
             return Ok(());
         }
         embed_missing(&self.store, model.as_ref()).map_err(errors::embed)?;
-        let version = self.store.version();
+        let version = tools_and_vectors(&self.store.snapshot())?;
         lock(&self.embedded).insert(id, version);
         Ok(())
     }
@@ -109,4 +115,12 @@ impl Inner {
             .map_err(errors::tool)?;
         Ok(keys)
     }
+}
+
+/// The latest version at which the `tools` or `vectors` table changed: what the vectors'
+/// completeness depends on (a turn's usage leaves it be).
+fn tools_and_vectors(snapshot: &Snapshot) -> PyResult<u64> {
+    let tools = snapshot.table_version(&TOOLS).map_err(errors::store)?;
+    let vectors = snapshot.table_version(&VECTORS).map_err(errors::store)?;
+    Ok(tools.max(vectors))
 }

@@ -99,6 +99,26 @@ def test_recorded_calls_are_learned_and_bring_the_tool_called_first() -> None:
     assert "called before mail/send_message in 3 of its 3 turns" in login.reasons
 
 
+def test_turns_are_queued_and_written_when_the_conversation_finishes_or_goes() -> None:
+    store = capstore.Store.from_tools(MAIL_TOOLS)
+    version = store.version
+    conversation = store.conversation()
+    for _ in range(3):
+        conversation.select("send a message to Ana")
+        conversation.record_tool_use("mail_login")
+        conversation.record_tool_use("send_message")
+    # Two turns ended, queued: no store transaction yet.
+    assert store.version == version
+    conversation.finish()
+    assert store.version == version + 1
+    # A conversation dropped without finish: its last turn is written all the same.
+    dropped = store.conversation()
+    dropped.select("send a message to Bob")
+    dropped.record_tool_use("send_message")
+    del dropped
+    assert store.version == version + 2
+
+
 def test_a_conversation_opened_without_learning_teaches_nothing() -> None:
     store = capstore.Store.from_tools(MAIL_TOOLS)
     conversation = store.conversation(learn=False)

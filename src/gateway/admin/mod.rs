@@ -59,6 +59,7 @@ use serde_json::{Value, json};
 
 use super::server::{Gateway, GatewayError};
 use crate::mcp::live::{McpHub, QuarantineReason, fingerprint};
+use crate::tables::TOOLS;
 use archive::Archive;
 use calls::Calls;
 use guard::Guard;
@@ -335,11 +336,14 @@ impl Page {
     }
 }
 
-/// Records the store's definitions now and after each commit, while the archive is in use.
+/// Records the store's definitions now and after each commit that changes the tools, while
+/// the archive is in use (usage written by the turns does not wake it).
 fn record_definitions(gateway: &Gateway, archive: &Arc<Archive>) {
     let store = gateway.store().clone();
     archive.record(&store.snapshot());
-    let mut versions = store.versions();
+    let mut versions = store
+        .table_versions(&TOOLS)
+        .unwrap_or_else(|_| store.versions());
     let archive = Arc::downgrade(archive);
     tokio::spawn(async move {
         while versions.changed().await.is_ok() {
