@@ -290,7 +290,7 @@ impl ContextBuilder {
             None => terms.to_vec(),
         };
         // The message's own tools: (on a follow-up, whose query read more than the message)
-        // the whole message's best few, and each of its sentences' best.
+        // the whole message's best few, and each of its asks' best.
         let message = if reads_history {
             self.message_channel(snapshot, turn, &own_terms, dense.as_deref(), tools_table)?
         } else {
