@@ -47,7 +47,7 @@ fn the_official_python_client_uses_the_gateway() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success() && stdout.contains("gateway: 25 passed, 0 failed"),
+        out.status.success() && stdout.contains("gateway: 26 passed, 0 failed"),
         "{stdout}\n{stderr}"
     );
     let _ = std::fs::remove_dir_all(&work);
