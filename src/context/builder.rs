@@ -4,6 +4,7 @@
 //! request's size (its units, within its budget) → companions → the list carried across turns
 //! → a [`Selection`].
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
@@ -285,9 +286,9 @@ impl ContextBuilder {
             true => Some(weighted_terms(snapshot, &TOOLS, &texts[..own])?),
             false => None,
         };
-        let own_terms: Vec<(&str, f32)> = match &own_query {
-            Some(own_query) => own_query.iter().collect(),
-            None => terms.to_vec(),
+        let own_terms: Cow<'_, [(&str, f32)]> = match &own_query {
+            Some(own_query) => Cow::Owned(own_query.iter().collect()),
+            None => Cow::Borrowed(terms),
         };
         // The message's own tools: (on a follow-up, whose query read more than the message)
         // the whole message's best few, and each of its asks' best.

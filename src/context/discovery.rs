@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::Tool;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::{SKILLS, TOOLS, TOOLS_BY_SOURCE};
+use crate::tools::bare_name;
 
 use super::query_terms::QueryTerms;
 use super::selection::{Channel, ListSize, Reason, Reasons, SelectedTool, Selection};
@@ -104,7 +105,7 @@ pub fn catalog_outline(snapshot: &Snapshot) -> Result<String, StoreError> {
         let first_sentence = skill.description.split_inclusive(". ").next().unwrap_or("");
         let text = first_sentence.trim();
         groups.push(if text.is_empty() {
-            let names = skill.tools.iter().map(|k| short_name(k));
+            let names = skill.tools.iter().map(|k| bare_name(k));
             format!(
                 "{} ({})",
                 skill.name,
@@ -123,7 +124,7 @@ pub fn catalog_outline(snapshot: &Snapshot) -> Result<String, StoreError> {
             continue;
         }
         let tools = snapshot.by(&TOOLS_BY_SOURCE, source)?;
-        let names = tools.keys().take(OUTLINE_TOOLS).map(|k| short_name(k));
+        let names = tools.keys().take(OUTLINE_TOOLS).map(|k| bare_name(k));
         groups.push(format!("{source} ({})", tools_phrase(count, names)));
     }
     let more = total - groups.len();
@@ -140,11 +141,6 @@ fn tools_phrase<'a>(count: usize, names: impl Iterator<Item = &'a str>) -> Strin
     let noun = if count == 1 { "tool" } else { "tools" };
     let etc = if count > names.len() { ", ..." } else { "" };
     format!("{count} {noun}: {}{etc}", names.join(", "))
-}
-
-/// A qualified name's last part (`payments/refund_charge` → `refund_charge`).
-fn short_name(key: &str) -> &str {
-    key.rsplit('/').next().unwrap_or(key)
 }
 
 /// `text` cut to at most `max` characters, at a character boundary, with "..." when cut.
