@@ -1,17 +1,21 @@
-//! The library as a Rust program meets it: three skills with ten tools (two of them with Rust
-//! handlers, registered in the same call), look-ups by source and tag through typed index
-//! handles, a four-turn conversation with a scripted model through `agent::Chat` (selection,
-//! reasons, calls, a hook that denies one), and two snapshots compared.
+//! The library as a Rust program meets it: four skills with eleven tools (three of them with Rust
+//! handlers, async and plain, registered in the same call; each skill's tools take its name as
+//! their source), a skill that depends on another and its closure, look-ups by source and tag
+//! through typed index handles, a four-turn conversation with a scripted model through
+//! `agent::Chat` (selection, reasons, calls by the names sent, a hook that denies one), what
+//! the store learned, and two snapshots compared. No key is written twice, no definition is
+//! read as JSON, and every row prints through the library's own `Display`s.
 //!
 //! Run with `cargo run --release --example library_tour`.
 
 use capstore::agent::Chat;
-use capstore::exec::register_hook;
-use capstore::skills::{register_skill, unregister_skill};
+use capstore::exec::register_sync_hook;
+use capstore::skills::{dependency_closure, register_skill, unregister_skill};
 use capstore::tools::Registration;
+use capstore::usage;
 use capstore::{
     Hook, HookEvent, HookOutcome, Skill, Snapshot, Store, TOOLS, TOOLS_BY_SKILL, TOOLS_BY_SOURCE,
-    TOOLS_BY_TAG, Tool, USAGE,
+    TOOLS_BY_TAG, Tool,
 };
 use serde_json::{Value, json};
 
@@ -21,18 +25,20 @@ async fn main() -> capstore::Result<()> {
     store.update(|tx| {
         register_skill(tx, weather_skill(), weather_tools())?;
         register_skill(tx, files_skill(), files_tools())?;
+        register_skill(tx, contacts_skill(), contacts_tools())?;
         register_skill(tx, mail_skill(), mail_tools())?;
-        register_hook(
+        // A plain function as the hook's handler, registered with the hook.
+        register_sync_hook(
             tx,
             Hook::new("mail-stays-home", HookEvent::PreToolUse, "mail/send_*")
                 .with_description("mail goes to example.com addresses only"),
-            |ctx| async move {
+            |ctx| {
                 let to = ctx.input["to"].as_str().unwrap_or_default();
-                Ok(if to.ends_with("@example.com") {
+                if to.ends_with("@example.com") {
                     HookOutcome::Continue
                 } else {
                     HookOutcome::deny(format!("{to} is outside example.com"))
-                })
+                }
             },
         )?;
         Ok(())
@@ -48,17 +54,20 @@ async fn main() -> capstore::Result<()> {
     for source in ["weather", "files", "mail"] {
         println!(
             "  source {source:<8} {}",
-            keys(before.by(&TOOLS_BY_SOURCE, source)?)
+            before.by(&TOOLS_BY_SOURCE, source)?.key_list()
         );
     }
     println!(
         "  tag read-only     {}",
-        keys(before.by(&TOOLS_BY_TAG, "read-only")?)
+        before.by(&TOOLS_BY_TAG, "read-only")?.key_list()
     );
     println!(
         "  skill mail        {}",
-        keys(before.by(&TOOLS_BY_SKILL, "mail")?)
+        before.by(&TOOLS_BY_SKILL, "mail")?.key_list()
     );
+    // What the mail skill needs, dependencies first, and their tools.
+    let closure = dependency_closure(&before, &["mail"])?;
+    println!("  mail needs        {closure}: {}", closure.tools());
 
     // Four turns; the "model" is a script of the tools it calls each turn.
     let script: [(&str, &[(&str, Value)]); 4] = [
@@ -71,11 +80,14 @@ async fn main() -> capstore::Result<()> {
             &[("get_forecast", json!({"city": "Lisbon", "days": 3}))],
         ),
         (
-            "mail the forecast to ana@example.com",
-            &[(
-                "send_message",
-                json!({"to": "ana@example.com", "body": "sunny, 24"}),
-            )],
+            "look up Ana's mail address and send her the forecast",
+            &[
+                ("lookup_address", json!({"name": "Ana"})),
+                (
+                    "send_message",
+                    json!({"to": "ana@example.com", "body": "sunny, 24"}),
+                ),
+            ],
         ),
         (
             "forward that message to bob@elsewhere.org too",
@@ -94,16 +106,16 @@ async fn main() -> capstore::Result<()> {
             turn.tools.len(),
             turn.selection.tokens
         );
-        for tool in &turn.selection.tools {
-            println!("  {:<24} {}", tool.key, tool.reasons[0]);
+        for sent in turn.sent() {
+            println!("  {sent}");
         }
         for (wanted, args) in calls.iter() {
             // The model calls a tool by the name it was sent under.
-            let Some(name) = offered_name(&turn.tools, wanted) else {
+            let Some(name) = turn.name_of(wanted) else {
                 println!("  ! {wanted} was not offered");
                 continue;
             };
-            match chat.call(&name, args.clone()).await {
+            match chat.call(name, args.clone()).await {
                 Ok(out) => println!("  called {} -> {}", out.tool, out.output),
                 Err(error) => println!("  refused: {error}"),
             }
@@ -125,21 +137,6 @@ async fn main() -> capstore::Result<()> {
     compare(&before, &store.snapshot())
 }
 
-/// The tool definition's name the model would call for the tool named `bare`, if it was sent.
-fn offered_name(tools: &[Value], bare: &str) -> Option<String> {
-    tools
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .find(|name| name.ends_with(bare))
-        .map(str::to_string)
-}
-
-fn keys<'a, R: 'a>(rows: impl Iterator<Item = (&'a std::sync::Arc<str>, &'a R)>) -> String {
-    rows.map(|(key, _)| key.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn compare(before: &Snapshot, after: &Snapshot) -> capstore::Result<()> {
     println!("\nversion {} -> {}", before.version(), after.version());
     for (key, _) in after.iter(&TOOLS)? {
@@ -152,11 +149,8 @@ fn compare(before: &Snapshot, after: &Snapshot) -> capstore::Result<()> {
             println!("  - {key}");
         }
     }
-    for (tool, usage) in after.iter(&USAGE)?.filter(|(_, usage)| usage.turns > 0) {
-        println!(
-            "  learned: {tool} called in {} turn(s), sent in {}",
-            usage.turns, usage.sent
-        );
+    for learned in usage::called(after)? {
+        println!("  learned: {learned}");
     }
     Ok(())
 }
@@ -172,18 +166,15 @@ fn weather_tools() -> Vec<Registration> {
         "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]});
     vec![
         Tool::new("get_forecast", "Weather forecast for a city, by day")
-            .with_source("weather")
             .with_tags(["read-only"])
             .with_input_schema(city)
             .with_handler(|args| async move {
                 Ok(json!({"city": args["city"], "sky": "sunny", "high_c": 24}))
             }),
         Tool::new("get_alerts", "Weather alerts and warnings for a region")
-            .with_source("weather")
             .with_tags(["read-only"])
             .into(),
         Tool::new("get_conditions", "Current temperature, wind and humidity")
-            .with_source("weather")
             .with_tags(["read-only"])
             .into(),
     ]
@@ -195,32 +186,43 @@ fn files_skill() -> Skill {
 
 fn files_tools() -> Vec<Tool> {
     vec![
-        Tool::new("read_file", "Read the contents of a file")
-            .with_source("files")
-            .with_tags(["read-only"]),
-        Tool::new("write_file", "Write text to a file, replacing it").with_source("files"),
-        Tool::new("list_directory", "List the entries of a directory")
-            .with_source("files")
-            .with_tags(["read-only"]),
-        Tool::new("delete_file", "Delete a file").with_source("files"),
+        Tool::new("read_file", "Read the contents of a file").with_tags(["read-only"]),
+        Tool::new("write_file", "Write text to a file, replacing it"),
+        Tool::new("list_directory", "List the entries of a directory").with_tags(["read-only"]),
+        Tool::new("delete_file", "Delete a file"),
+    ]
+}
+
+fn contacts_skill() -> Skill {
+    Skill::new("contacts", "Look up people's addresses")
+}
+
+fn contacts_tools() -> Vec<Registration> {
+    // A plain function as the handler, registered with its tool.
+    vec![
+        Tool::new("lookup_address", "The mail address of a person, by name")
+            .with_tags(["read-only"])
+            .with_sync_handler(|args| {
+                let name = args["name"].as_str().unwrap_or_default().to_lowercase();
+                Ok(json!(format!("{name}@example.com")))
+            }),
     ]
 }
 
 fn mail_skill() -> Skill {
-    Skill::new("mail", "Send, read and delete mail messages").with_tags(["mail"])
+    // Mail needs the address book: its closure brings the contacts skill first.
+    Skill::new("mail", "Send, read and delete mail messages")
+        .with_tags(["mail"])
+        .with_dependencies(["contacts"])
 }
 
 fn mail_tools() -> Vec<Registration> {
     vec![
         Tool::new("send_message", "Send a mail message to an address")
-            .with_source("mail")
             .with_handler(|args| async move { Ok(json!(format!("sent to {}", args["to"]))) }),
         Tool::new("list_messages", "List the mail messages in the inbox")
-            .with_source("mail")
             .with_tags(["read-only"])
             .into(),
-        Tool::new("delete_message", "Delete a mail message")
-            .with_source("mail")
-            .into(),
+        Tool::new("delete_message", "Delete a mail message").into(),
     ]
 }

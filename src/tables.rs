@@ -175,7 +175,7 @@ pub const SKILLS_BY_TAG: Index<Skill> = Index::new(SKILLS, "tags");
 /// # use capstore::{Skill, Store, Tool, SKILLS_BY_TOOL};
 /// # let store = Store::new();
 /// # store.write(|tx| register_skill(tx, Skill::new("files", "Files"), [Tool::new("read_file", "Read")]))?;
-/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TOOL, "read_file")?, 1);
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TOOL, "files/read_file")?, 1);
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
 pub const SKILLS_BY_TOOL: Index<Skill> = Index::new(SKILLS, "tool");

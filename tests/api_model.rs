@@ -371,7 +371,12 @@ impl Model {
         }
         let mut keys = Vec::new();
         for tool in bundled {
-            if !tool_is_valid(tool) {
+            // A tool that names no source comes from its skill.
+            let mut tool = tool.clone();
+            if tool.source.is_none() {
+                tool.source = Some(skill.name.clone());
+            }
+            if !tool_is_valid(&tool) {
                 return Err(Fail::Invalid);
             }
             let key = tool.qualified_name();

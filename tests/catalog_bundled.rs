@@ -57,7 +57,7 @@ fn every_bundled_skill_has_tools_and_resolvable_dependencies() {
     }
     let names: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
     let closure = dependency_closure(&snap, &names).expect("dependencies resolve");
-    let closure: BTreeSet<&str> = closure.iter().map(String::as_str).collect();
+    let closure: BTreeSet<&str> = closure.names().collect();
     assert_eq!(closure, names.iter().copied().collect());
 }
 

@@ -94,7 +94,7 @@ fn a_catalog_loads_next_to_what_the_store_has_and_may_refer_to_it() {
         .expect("seed");
     let catalog = Catalog::from_json_str(
         r#"{"format": "capstore.catalog/v1",
-            "skills": [{"name": "http", "dependencies": ["auth"], "uses": ["token", "files/read_file"]}],
+            "skills": [{"name": "http", "dependencies": ["auth"], "uses": ["auth/token", "files/read_file"]}],
             "pinned": ["files/read_file"]}"#,
     )
     .expect("valid");
@@ -106,7 +106,7 @@ fn a_catalog_loads_next_to_what_the_store_has_and_may_refer_to_it() {
         .expect("read")
         .cloned()
         .expect("http");
-    assert_eq!(http.tools, ["token", "files/read_file"]);
+    assert_eq!(http.tools, ["auth/token", "files/read_file"]);
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn export_puts_a_shared_tool_under_the_first_owner_by_name() {
     assert_eq!(names, ["alpha", "zeta"]);
     let alpha = &catalog.skills[0];
     let bundled: Vec<String> = alpha.tools.iter().map(Tool::qualified_name).collect();
-    assert_eq!(bundled, ["web/search", "a1"]);
+    assert_eq!(bundled, ["web/search", "alpha/a1"]);
     assert!(alpha.tools.iter().all(|t| t.skills.is_empty()));
     assert!(alpha.uses.is_empty());
     let zeta = &catalog.skills[1];

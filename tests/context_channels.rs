@@ -4,8 +4,8 @@
 
 use capstore::catalog::Catalog;
 use capstore::context::{
-    Channel, ContextBuilder, Conversation, HintPolicy, PreviousTool, Selection, SelectionPolicy,
-    Turn,
+    Channel, ContextBuilder, Conversation, HintPolicy, PreviousTool, Reason, Selection,
+    SelectionPolicy, Turn,
 };
 use capstore::{Snapshot, Store};
 
@@ -128,7 +128,8 @@ fn every_tool_says_which_channel_brought_it() {
     let pinned = policy.pinned_tools.clone();
     let builder = ContextBuilder::with_policy(policy).expect("policy");
     let mut conversation = Conversation::new();
-    // A first turn has one query, the message: its retrieved tools are the message's.
+    // A first turn has one query, the message: its retrieved tools are the message's, and
+    // those a matched skill brought (its strongest reason) the skill's.
     let first = builder
         .select(&snap, &conversation.next_turn(TRIP[0].0))
         .expect("select");
@@ -136,11 +137,25 @@ fn every_tool_says_which_channel_brought_it() {
     for tool in &first.tools {
         let expected = if pinned.iter().any(|p| **p == *tool.key) {
             Channel::Pinned
+        } else if matches!(
+            tool.reasons.first(),
+            Some(Reason::Skill { .. } | Reason::DependencyOf { .. })
+        ) {
+            Channel::Skill
         } else {
             Channel::Message
         };
         assert_eq!(tool.channel, expected, "{}", tool.key);
     }
+    assert!(
+        first.tools.iter().any(|t| t.channel == Channel::Skill),
+        "a matched skill brings a tool of its own on this trip: {:?}",
+        first
+            .tools
+            .iter()
+            .map(|t| (&t.key, t.channel))
+            .collect::<Vec<_>>()
+    );
     // A thank-you matches no tool: nothing enters on the message alone, and the list is
     // carried on in place, each tool labelled by the channel that keeps it.
     let thanks = builder

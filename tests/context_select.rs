@@ -477,7 +477,7 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
         })
         .expect("catalog");
     store
-        .write(|tx| tx.delete(&TOOLS, "a_rollback_release"))
+        .write(|tx| tx.delete(&TOOLS, "deploy/a_rollback_release"))
         .expect("a raw delete of a skill's tool");
     let snapshot = store.snapshot();
     let turn = Turn::new("roll back the release");
@@ -490,7 +490,7 @@ fn a_skill_tool_missing_from_the_table_is_skipped_and_the_limit_still_fills() {
     let unlimited = select(50);
     let all: Vec<&str> = unlimited.keys().collect();
     assert_eq!(all.len(), 19, "{all:?}");
-    assert!(!all.contains(&"a_rollback_release"), "{all:?}");
+    assert!(!all.contains(&"deploy/a_rollback_release"), "{all:?}");
     for max_tools in 1..all.len() {
         let limited = select(max_tools);
         let keys: Vec<&str> = limited.keys().collect();

@@ -124,7 +124,10 @@ fn closure_order_is_deterministic_and_topological() {
     let snap = store.snapshot();
     for _ in 0..3 {
         assert_eq!(
-            dependency_closure(&snap, &["top"]).expect("closure"),
+            dependency_closure(&snap, &["top"])
+                .expect("closure")
+                .names()
+                .collect::<Vec<_>>(),
             ["base", "left", "right", "top"]
         );
     }
@@ -139,29 +142,31 @@ fn shared_tools_survive_the_removal_of_one_owner() {
     let store = Store::new();
     store
         .write(|tx| {
+            // A tool two skills share names its source (each skill's tools would take its own).
+            let shared = || Tool::new("shared", "").with_source("common");
             register_skill(
                 tx,
                 Skill::new("a", ""),
-                vec![Tool::new("only_a", ""), Tool::new("shared", "")],
+                vec![Tool::new("only_a", ""), shared()],
             )?;
-            register_skill(tx, Skill::new("b", ""), vec![Tool::new("shared", "")])
+            register_skill(tx, Skill::new("b", ""), vec![shared()])
         })
         .expect("register");
-    assert_eq!(tools_of(&store, "a"), ["only_a", "shared"]);
-    assert_eq!(tools_of(&store, "b"), ["shared"]);
+    assert_eq!(tools_of(&store, "a"), ["a/only_a", "common/shared"]);
+    assert_eq!(tools_of(&store, "b"), ["common/shared"]);
     let mut tx = store.begin();
     let gone = unregister_skill(&mut tx, "a").expect("unregister");
     tx.commit();
-    assert_eq!(gone.removed_tools, ["only_a"]);
-    assert_eq!(gone.kept_tools, ["shared"]);
+    assert_eq!(gone.removed_tools, ["a/only_a"]);
+    assert_eq!(gone.kept_tools, ["common/shared"]);
     let snap = store.snapshot();
     assert_eq!(
-        snap.get(&TOOLS, "shared")
+        snap.get(&TOOLS, "common/shared")
             .expect("get")
             .map(|t| t.skills.clone()),
         Some(vec!["b".to_string()])
     );
-    assert!(snap.get(&TOOLS, "only_a").expect("get").is_none());
+    assert!(snap.get(&TOOLS, "a/only_a").expect("get").is_none());
     assert_eq!(snap.text_index(&TOOLS).expect("index").len(), 1);
 }
 
@@ -232,7 +237,7 @@ fn unknown_listed_tools_and_needed_skills_are_refused() {
         }
     );
     assert!(
-        tx.view().get(&TOOLS, "token").expect("get").is_some(),
+        tx.view().get(&TOOLS, "auth/token").expect("get").is_some(),
         "refusal changed nothing"
     );
     assert!(matches!(

@@ -227,7 +227,7 @@ fn max_tools_limits_the_table_and_explain_prints_term_contributions() {
     let (plain, _) = ok(&["select", FLIGHT, "--max-tools", &n]);
     assert_eq!(table_tools(&plain), keys(&selection));
     assert!(
-        plain.contains(&format!("over the turn's {limit} tools")),
+        plain.contains(&format!("over the turn's limit of {limit} tools")),
         "{plain}"
     );
 

@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::context::{ContextBuilder, Conversation, Selection};
+use crate::context::{ContextBuilder, Conversation, SelectedTool, Selection};
 use crate::exec::{Executor, ToolCall, ToolOutput};
 use crate::provider::{Provider, ToolExport};
 use crate::store::Store;
+use crate::tools::bare_name;
 use crate::usage::{UsageQueue, UsageRecorder};
 
 /// One conversation with a model your program calls itself: [`turn`](Self::turn) selects the
@@ -91,14 +92,19 @@ struct Current {
 }
 
 /// What [`Chat::turn`] gives for a turn: the tool definitions to send and why each was chosen.
+/// [`sent`](Self::sent) reads them together, tool by tool (key, the name the model calls it
+/// by, definition, reasons); [`name_of`](Self::name_of) finds the name of one.
 ///
 /// ```
 /// use capstore::{agent::Chat, Store, Tool, TOOLS};
 /// let store = Store::new();
-/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city")))?;
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city").with_source("w")))?;
 /// let turn = Chat::new(store).turn("weather in Oslo?")?;
-/// assert_eq!(turn.tools[0]["function"]["name"], "get_weather");
-/// assert!(turn.selection.tools[0].reasons[0].to_string().starts_with("BM25 "));
+/// let sent = turn.sent().next().expect("one tool sent");
+/// assert_eq!((sent.key, sent.name), ("w/get_weather", "get_weather"));
+/// assert_eq!(sent.definition["function"]["name"], "get_weather");
+/// assert!(sent.selected.reasons[0].to_string().starts_with("BM25 "));
+/// assert_eq!(turn.name_of("get_weather"), Some("get_weather"));
 /// # Ok::<(), capstore::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -108,6 +114,81 @@ pub struct ChatTurn {
     /// Their definitions in the chat's [provider](Chat::with_provider)'s shape, in the same
     /// order, under the names the model must call them by.
     pub tools: Vec<Value>,
+    /// Those names, in the same order.
+    names: Vec<String>,
+}
+
+/// One tool a turn sent ([`ChatTurn::sent`]): its key in the store, the name the model was
+/// sent it under (what its calls name, what [`Chat::call`] takes), its definition as sent, and
+/// why it was chosen. `Display` prints it on one line: name, key when it differs, channel and
+/// reasons.
+///
+/// ```
+/// use capstore::{agent::Chat, Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("get_weather", "Weather for a city").with_source("w")))?;
+/// let turn = Chat::new(store).turn("weather in Oslo?")?;
+/// let line = turn.sent().next().expect("sent").to_string();
+/// assert!(line.starts_with("get_weather (w/get_weather): asked for by this message: BM25 "), "{line}");
+/// # Ok::<(), capstore::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct SentTool<'t> {
+    /// The tool's key (qualified name) in the store.
+    pub key: &'t str,
+    /// The name the model was sent it under.
+    pub name: &'t str,
+    /// Its definition, in the provider's shape.
+    pub definition: &'t Value,
+    /// Why it was chosen: its reasons and the channel that brought it.
+    pub selected: &'t SelectedTool,
+}
+
+impl std::fmt::Display for SentTool<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)?;
+        if self.key != self.name {
+            write!(f, " ({})", self.key)?;
+        }
+        write!(f, ": {}", self.selected.channel)?;
+        let mut sep = ": ";
+        for reason in self.selected.reasons.iter() {
+            write!(f, "{sep}{reason}")?;
+            sep = "; ";
+        }
+        Ok(())
+    }
+}
+
+impl ChatTurn {
+    /// The tools the turn sent, in send order, each with its key, name, definition and
+    /// reasons (see [`SentTool`]).
+    ///
+    /// See the [type's example](Self).
+    pub fn sent(&self) -> impl ExactSizeIterator<Item = SentTool<'_>> + '_ {
+        self.selection
+            .tools
+            .iter()
+            .zip(&self.tools)
+            .zip(&self.names)
+            .map(|((selected, definition), name)| SentTool {
+                key: &selected.key,
+                name,
+                definition,
+                selected,
+            })
+    }
+
+    /// The name the model was sent `tool` under, by its key (`"w/get_weather"`) or its bare
+    /// name (`"get_weather"`, the first sent with it); `None` when this turn did not send it.
+    ///
+    /// See the [type's example](Self).
+    pub fn name_of(&self, tool: &str) -> Option<&str> {
+        self.sent()
+            .find(|sent| sent.key == tool)
+            .or_else(|| self.sent().find(|sent| bare_name(sent.key) == tool))
+            .map(|sent| sent.name)
+    }
 }
 
 impl Chat {
@@ -234,12 +315,21 @@ impl Chat {
         self.turns += 1;
         self.calls = 0;
         let tools = export.selection_json(self.provider, &selection);
+        let names = selection
+            .tools
+            .iter()
+            .map(|t| export.name_to_send(&t.key, &t.tool))
+            .collect();
         self.current = Some(Current {
             selected: selection.keys().map(str::to_string).collect(),
             selection: Arc::clone(&selection),
             export,
         });
-        Ok(ChatTurn { selection, tools })
+        Ok(ChatTurn {
+            selection,
+            tools,
+            names,
+        })
     }
 
     /// Runs the model's call of the tool it knows as `name` (the name in the turn's

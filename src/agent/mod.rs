@@ -59,7 +59,7 @@ mod run;
 mod suspend;
 
 pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision, Ticket};
-pub use chat::{Chat, ChatTurn};
+pub use chat::{Chat, ChatTurn, SentTool};
 pub use model::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,
 };

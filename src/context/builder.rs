@@ -54,7 +54,8 @@ use super::units::{MessageView, Sized};
 /// ))?;
 /// let selection = ContextBuilder::new().select(&store.snapshot(), &Turn::new("will it rain in Oslo?"))?;
 /// let keys: Vec<&str> = selection.keys().collect();
-/// assert!(keys.contains(&"get_forecast") && keys.contains(&"get_alerts"));
+/// // The skill's tools take its name as their source.
+/// assert!(keys.contains(&"weather/get_forecast") && keys.contains(&"weather/get_alerts"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Default)]

@@ -249,8 +249,9 @@ impl ContextBuilder {
             .filter(|t| !pinned_keys.contains(&t.key))
             .map(|mut tool| {
                 if let Some((_, more)) = message_reasons.iter().find(|(k, _)| *k == tool.key) {
+                    // Without history both searched the message: the same reason once.
                     let mut reasons: Vec<Reason> = tool.reasons.to_vec();
-                    reasons.extend(more.iter().cloned());
+                    reasons.extend(more.iter().filter(|r| !tool.reasons.contains(r)).cloned());
                     tool.reasons = Reasons::from(reasons);
                 }
                 tool
@@ -314,6 +315,7 @@ fn channel_of(reasons: &Reasons, reads_history: bool) -> Channel {
         Some(Reason::Discovered | Reason::RecentlyUsed) => Channel::Conversation,
         Some(Reason::Fallback) => Channel::All,
         _ if reads_history => Channel::Conversation,
+        Some(Reason::Skill { .. } | Reason::DependencyOf { .. }) => Channel::Skill,
         _ => Channel::Message,
     }
 }

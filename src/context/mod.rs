@@ -42,6 +42,7 @@
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
 //! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its asks alone (BM25) | each ask's best and the message's best few, always (appended if new) |
+//! | [`Channel::Skill`] | the message's search, which matches skills by their text and finds the servers (skills with no text) a request needs by their tools ([units](#servers-as-units)) | a matched skill's tools where the search ranks them (a follow-up's: [`Channel::Conversation`]); a unit whole, within the request's budget |
 //! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; of its search hits new to the list, all but the best `repack_for_conversation` only while the list has room |
 //! | [`Channel::Companion`] | the turn's tools' declared requirements and learned companions | appended after the turn's own, within `companions.max_tools` and the list's limits |
 //! | [`Channel::Kept`] | last turn's list | in place; the stalest go first when room is needed |
@@ -50,7 +51,8 @@
 //! `message.min_evidence` BM25 per word of the message (in hybrid retrieval, and the nearest
 //! tool's cosine under `message.min_cosine`): an elliptical message has little; up to
 //! `message.max_tools` of those within `message.min_relative_score` of its best otherwise. A
-//! turn without history has one query, the message, and one channel. Cost: a second BM25
+//! turn without history has one query, the message, and one channel (its tools are labelled
+//! [`Channel::Skill`] when a matched skill brought them rather than their own text). Cost: a second BM25
 //! search of the message's few terms, on follow-ups only (the vectors are searched once for
 //! both).
 //!

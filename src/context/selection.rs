@@ -329,7 +329,10 @@ impl std::fmt::Display for Reason {
 ///
 /// ```
 /// use capstore::context::DropReason;
-/// assert_eq!(DropReason::MaxTools { max: 11 }.to_string(), "over the turn's 11 tools");
+/// assert_eq!(
+///     DropReason::MaxTools { max: 11 }.to_string(),
+///     "over the turn's limit of 11 tools (the policy's max_turn_tools, message.max_tools and max_tools)"
+/// );
 /// assert_eq!(DropReason::Stale { idle_turns: 3 }.to_string(), "evicted from the list: unneeded for 3 turns");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -397,7 +400,11 @@ impl std::fmt::Display for DropReason {
                 best,
                 fraction,
             } => write!(f, "score {score:.2} < {fraction} × best {best:.2}"),
-            DropReason::MaxTools { max } => write!(f, "over the turn's {max} tools"),
+            DropReason::MaxTools { max } => write!(
+                f,
+                "over the turn's limit of {max} tools (the policy's max_turn_tools, \
+                 message.max_tools and max_tools)"
+            ),
             DropReason::TokenBudget { needed, remaining } => {
                 write!(f, "needs {needed} tokens, {remaining} left")
             }
@@ -412,13 +419,14 @@ impl std::fmt::Display for DropReason {
     }
 }
 
-/// Which of a turn's channels brought a selected tool: the message alone, the message read
-/// with its history, a tool it goes with, the list carried from earlier turns, or the
-/// policy's pins (see [the channels](super#a-turns-channels)). Printed as the explanation says it:
+/// Which of a turn's channels brought a selected tool: the message alone, a skill the message
+/// matched, the message read with its history, a tool it goes with, the list carried from
+/// earlier turns, or the policy's pins (see [the channels](super#a-turns-channels)). Printed as the explanation says it:
 ///
 /// ```
 /// use capstore::context::Channel;
 /// assert_eq!(Channel::Message.to_string(), "asked for by this message");
+/// assert_eq!(Channel::Skill.to_string(), "brought by a skill the message matched");
 /// assert_eq!(Channel::Conversation.to_string(), "from the conversation");
 /// assert_eq!(Channel::Companion.to_string(), "brought by a tool it goes with");
 /// assert_eq!(Channel::Kept { idle_turns: 1 }.to_string(), "kept from the last turn");
@@ -433,6 +441,10 @@ pub enum Channel {
     /// The message alone asks for it: its name is written there, or a search of the message
     /// without its history ranks it among its best few.
     Message,
+    /// A skill the message matched brought it, not the tool's own text: a tool the skill
+    /// bundles or lists, one of a skill it depends on ([`Reason::Skill`],
+    /// [`Reason::DependencyOf`]), or one of a server the request needs ([`Reason::Unit`]).
+    Skill,
     /// The message read with its history (earlier messages, tools used lately, tools found
     /// with `search_tools`) brought it.
     Conversation,
@@ -454,6 +466,7 @@ impl std::fmt::Display for Channel {
         match self {
             Channel::Pinned => f.write_str("pinned"),
             Channel::Message => f.write_str("asked for by this message"),
+            Channel::Skill => f.write_str("brought by a skill the message matched"),
             Channel::Conversation => f.write_str("from the conversation"),
             Channel::Companion => f.write_str("brought by a tool it goes with"),
             Channel::Kept { idle_turns: 0 | 1 } => f.write_str("kept from the last turn"),

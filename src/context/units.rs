@@ -171,7 +171,7 @@ impl ContextBuilder {
                     rank: 0,
                     score,
                     reasons: Reasons::one(reason.clone()),
-                    channel: Channel::Message,
+                    channel: Channel::Skill,
                 })
             }));
         }

@@ -161,8 +161,8 @@ pub struct TurnRun {
     pub turn: usize,
     /// The tools sent, in send order.
     pub sent: Vec<String>,
-    /// Which channel brought each tool sent, in send order: "asked for by this message", "from
-    /// the conversation", "kept from turn N" (N counts the conversation's turns from 1),
+    /// Which channel brought each tool sent, in send order: "asked for by this message", "brought
+    /// by a skill the message matched", "from the conversation", "kept from turn N" (N counts the conversation's turns from 1),
     /// "pinned".
     pub channels: Vec<String>,
     /// The turn's gold tools that were not sent.

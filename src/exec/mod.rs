@@ -3,9 +3,11 @@
 //!
 //! - **Handlers** live in the store, in the built-in [`HANDLERS`](crate::HANDLERS) and
 //!   [`HOOK_HANDLERS`](crate::HOOK_HANDLERS) tables, keyed like the tool (qualified name) or
-//!   hook (id) they belong to. Register a tool or hook with its handler in one transaction
-//!   ([`register_tool`], [`register_hook`]) and every snapshot has both or neither; remove
-//!   them the same way ([`remove_tool`], [`remove_hook`]).
+//!   hook (id) they belong to. Register a tool or hook with its handler in one transaction,
+//!   async or plain ([`register`] with [`Tool::with_handler`](crate::Tool::with_handler) or
+//!   [`Tool::with_sync_handler`](crate::Tool::with_sync_handler); [`register_hook`],
+//!   [`register_sync_hook`]), and every snapshot has both or neither; remove them the same way
+//!   ([`remove_tool`], [`remove_hook`]).
 //! - **Hooks** of the `hooks` table run around a call when their matcher applies to the tool
 //!   ([`matcher_matches`]: exact or `*`/`?` glob, on the qualified or the bare name), in
 //!   ascending priority, then id. What each [`HookOutcome`] does is tabled there.
@@ -58,7 +60,9 @@ pub use executor::Executor;
 pub use glob::{glob_match, matcher_matches};
 pub use handler::{BoxFuture, HandlerError, ToolHandler};
 pub use hook::{HookContext, HookHandler, HookOutcome};
-pub use register::{register, register_hook, register_tool, remove_hook, remove_tool};
+pub use register::{
+    register, register_hook, register_sync_hook, register_tool, remove_hook, remove_tool,
+};
 
 pub(crate) use handler::schema as handler_schema;
 pub(crate) use hook::schema as hook_handler_schema;

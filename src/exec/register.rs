@@ -80,6 +80,39 @@ impl Tool {
             then: Some(then),
         }
     }
+
+    /// This tool with a plain, non-async function as its handler
+    /// ([`ToolHandler::sync`]'s rules: it runs inside the executor's task, so keep it quick),
+    /// for [`register`] or [`register_skill`](crate::skills::register_skill): one call writes
+    /// both, under the tool's key written once.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use capstore::exec::register;
+    /// use capstore::{Executor, Store, Tool, ToolCall};
+    /// use serde_json::json;
+    /// let store = Store::new();
+    /// store.write(|tx| register(tx, Tool::new("add", "Add two numbers").with_source("calc")
+    ///     .with_sync_handler(|args| Ok(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))))))?;
+    /// let call = ToolCall::new("1", "calc/add", json!({"a": 2, "b": 3}));
+    /// assert_eq!(Executor::new(store).execute(call, &[]).await?.output, 5);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_sync_handler<F>(self, handler: F) -> Registration
+    where
+        F: Fn(Value) -> Result<Value, HandlerError> + Send + Sync + 'static,
+    {
+        let then: Then = Box::new(move |tx: &mut WriteTxn, key: &str| {
+            tx.upsert(&HANDLERS, ToolHandler::sync(key, handler))
+                .map(drop)
+        });
+        Registration {
+            tool: self,
+            then: Some(then),
+        }
+    }
 }
 
 /// Adds a tool and, when it comes with one ([`Tool::with_handler`]), its handler inside `tx`,
@@ -151,6 +184,34 @@ where
     tx.all_or_nothing(|tx| {
         let id = tx.insert(&HOOKS, hook)?;
         tx.upsert(&HOOK_HANDLERS, HookHandler::new(&*id, handler))?;
+        Ok(id)
+    })
+}
+
+/// Adds `hook` and a plain, non-async function as its handler ([`HookHandler::sync`]) inside
+/// `tx`, all or nothing: [`register_hook`]'s rules, the hook's id written once. Returns the id.
+///
+/// ```
+/// use capstore::exec::register_sync_hook;
+/// use capstore::{Hook, HookEvent, HookOutcome, Store, HOOK_HANDLERS};
+///
+/// let store = Store::new();
+/// store.write(|tx| register_sync_hook(tx, Hook::new("no-rm", HookEvent::PreToolUse, "shell/*"),
+///     |ctx| if ctx.input["cmd"] == "rm" { HookOutcome::deny("no rm") } else { HookOutcome::Continue }))?;
+/// assert!(store.snapshot().contains(&HOOK_HANDLERS, "no-rm")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn register_sync_hook<F>(
+    tx: &mut WriteTxn,
+    hook: Hook,
+    handler: F,
+) -> Result<Arc<str>, StoreError>
+where
+    F: Fn(HookContext) -> HookOutcome + Send + Sync + 'static,
+{
+    tx.all_or_nothing(|tx| {
+        let id = tx.insert(&HOOKS, hook)?;
+        tx.upsert(&HOOK_HANDLERS, HookHandler::sync(&*id, handler))?;
         Ok(id)
     })
 }

@@ -157,6 +157,19 @@ impl ToolExport {
         self.names.get(key).map(String::as_str)
     }
 
+    /// The name [`tool_json`](Self::tool_json) sends the tool under `key` by: its export
+    /// name, or for a tool unknown to this export (added after its snapshot), its sanitized
+    /// name.
+    ///
+    /// ```
+    /// use capstore::provider::ToolExport;
+    /// assert_eq!(ToolExport::default().name_to_send("a.b", &capstore::Tool::new("a.b", "")), "a_b");
+    /// ```
+    pub fn name_to_send(&self, key: &str, tool: &Tool) -> String {
+        self.export_name(key)
+            .map_or_else(|| crate::tools::sanitize(&tool.name), str::to_string)
+    }
+
     /// The qualified name behind an exported name, as the model calls it.
     ///
     /// ```
@@ -184,9 +197,7 @@ impl ToolExport {
     /// );
     /// ```
     pub fn tool_json(&self, provider: Provider, key: &str, tool: &Tool) -> Value {
-        let name = self
-            .export_name(key)
-            .map_or_else(|| crate::tools::sanitize(&tool.name), str::to_string);
+        let name = self.name_to_send(key, tool);
         let mut json = match provider {
             Provider::OpenAiChat => json!({
                 "type": "function",

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use crate::Skill;
 use crate::bm25::hash::StrState;
-use crate::store::{RowLookup, Snapshot};
+use crate::store::{KeyList, RowLookup, Snapshot};
 use crate::tables::SKILLS;
 
 use super::error::SkillError;
 
 /// The skills `roots` need, themselves included, each once, dependencies before the skills that
-/// need them. Roots are taken in the order given and each skill's dependencies in the order it
-/// lists them, so the same input always gives the same order.
+/// need them ([`Closure`]: their names, records and tools, printable). Roots are taken in the
+/// order given and each skill's dependencies in the order it lists them, so the same input
+/// always gives the same order.
 ///
 /// Fails with [`SkillError::NotFound`] for an unknown root, [`SkillError::MissingDependency`]
 /// or [`SkillError::DependencyCycle`], each naming the chain.
@@ -22,27 +23,106 @@ use super::error::SkillError;
 /// use capstore::{Skill, Store, Tool};
 /// let store = Store::new();
 /// store.write(|tx| {
-///     register_skill(tx, Skill::new("auth", ""), Vec::<Tool>::new())?;
+///     register_skill(tx, Skill::new("auth", ""), [Tool::new("login", "Sign in")])?;
 ///     register_skill(tx, Skill::new("http", "").with_dependencies(["auth"]), Vec::<Tool>::new())?;
-///     register_skill(tx, Skill::new("github", "").with_dependencies(["http", "auth"]), Vec::<Tool>::new())
+///     register_skill(tx, Skill::new("github", "").with_dependencies(["http", "auth"]),
+///         [Tool::new("open_issue", "Open an issue")])
 /// })?;
-/// let order = dependency_closure(&store.snapshot(), &["github"])?;
-/// assert_eq!(order, ["auth", "http", "github"]);
+/// let snap = store.snapshot();
+/// let closure = dependency_closure(&snap, &["github"])?;
+/// assert_eq!(closure.names().collect::<Vec<_>>(), ["auth", "http", "github"]);
+/// assert_eq!(closure.tools().to_string(), "auth/login, github/open_issue");
+/// assert_eq!(closure.to_string(), "auth → http → github");
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
-pub fn dependency_closure<S: AsRef<str>>(
-    snapshot: &Snapshot,
+pub fn dependency_closure<'s, S: AsRef<str>>(
+    snapshot: &'s Snapshot,
     roots: &[S],
-) -> Result<Vec<String>, SkillError> {
+) -> Result<Closure<'s>, SkillError> {
     let mut walk = Walk::new(snapshot)?;
     for root in roots {
         walk.root(root.as_ref())?;
     }
-    Ok(walk
-        .order
-        .into_iter()
-        .map(|(name, _)| name.to_string())
-        .collect())
+    Ok(Closure(walk.order))
+}
+
+/// A dependency closure ([`dependency_closure`]): skills borrowed from a snapshot,
+/// dependencies before the skills that need them, each once. `Display` prints the names in
+/// that order, joined by arrows.
+///
+/// See [`dependency_closure`]'s example.
+#[derive(Debug, Clone)]
+pub struct Closure<'s>(Vec<(&'s Arc<str>, &'s Skill)>);
+
+impl<'s> Closure<'s> {
+    /// The skills' names, in order.
+    ///
+    /// See [`dependency_closure`]'s example.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &'s str> + '_ {
+        self.0.iter().map(|(name, _)| &***name)
+    }
+
+    /// The skills' records, in order.
+    ///
+    /// ```
+    /// use capstore::skills::{dependency_closure, register_skill};
+    /// use capstore::{Skill, Store, Tool};
+    /// let store = Store::new();
+    /// store.write(|tx| register_skill(tx, Skill::new("auth", "Sign in"), Vec::<Tool>::new()))?;
+    /// let snap = store.snapshot();
+    /// let closure = dependency_closure(&snap, &["auth"])?;
+    /// assert_eq!(closure.skills().next().map(|s| s.description.as_str()), Some("Sign in"));
+    /// # Ok::<(), capstore::skills::SkillError>(())
+    /// ```
+    pub fn skills(&self) -> impl ExactSizeIterator<Item = &'s Skill> + '_ {
+        self.0.iter().map(|(_, skill)| *skill)
+    }
+
+    /// The keys of the tools the skills bundle or list, in the skills' order, each once: what
+    /// an agent that needs the roots needs.
+    ///
+    /// See [`dependency_closure`]'s example.
+    pub fn tools(&self) -> KeyList<'s> {
+        let mut keys: Vec<&'s str> = Vec::new();
+        for (_, skill) in &self.0 {
+            for tool in &skill.tools {
+                if !keys.contains(&tool.as_str()) {
+                    keys.push(tool);
+                }
+            }
+        }
+        KeyList::from(keys)
+    }
+
+    /// How many skills.
+    ///
+    /// See [`dependency_closure`]'s example.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has no skill (the roots were none).
+    ///
+    /// ```
+    /// let snap = capstore::Store::new().snapshot();
+    /// assert!(capstore::skills::dependency_closure::<&str>(&snap, &[])?.is_empty());
+    /// # Ok::<(), capstore::skills::SkillError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for Closure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, name) in self.names().enumerate() {
+            if i > 0 {
+                f.write_str(" → ")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
+    }
 }
 
 /// [`dependency_closure`] of one root, borrowed from the snapshot: each skill's stored key (the

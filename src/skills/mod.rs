@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use capstore::skills::register_skill;
-//! use capstore::{Skill, Store, Tool, SKILLS, TOOLS};
+//! use capstore::{Skill, Store, Tool, SKILLS_BY_CATEGORY, SKILLS_BY_TAG, TOOLS_BY_SKILL};
 //! let store = Store::new();
 //! store.write(|tx| register_skill(
 //!     tx,
@@ -15,9 +15,9 @@
 //!     vec![Tool::new("list_events", "List events").with_source("gcal")],
 //! ))?;
 //! let snap = store.snapshot();
-//! assert_eq!(snap.by_index(&SKILLS, "category", "productivity")?.count(), 1);
-//! assert_eq!(snap.by_index(&SKILLS, "tags", "time")?.count(), 1);
-//! assert_eq!(snap.by_index(&TOOLS, "skill", "calendar")?.next().map(|(k, _)| &**k), Some("gcal/list_events"));
+//! assert_eq!(snap.by(&SKILLS_BY_CATEGORY, "productivity")?.key_list().to_string(), "calendar");
+//! assert_eq!(snap.by(&SKILLS_BY_TAG, "time")?.count(), 1);
+//! assert_eq!(snap.by(&TOOLS_BY_SKILL, "calendar")?.key_list().to_string(), "gcal/list_events");
 //! # Ok::<(), capstore::skills::SkillError>(())
 //! ```
 
@@ -27,7 +27,7 @@ mod record;
 mod registry;
 
 pub(crate) use deps::closure_of;
-pub use deps::dependency_closure;
+pub use deps::{Closure, dependency_closure};
 pub use error::SkillError;
 pub use record::Skill;
 pub(crate) use registry::skills_listing;

@@ -29,6 +29,11 @@ pub struct Unregistered {
 
 /// Registers `skill` with the tools it bundles, inside `tx`, all or nothing.
 ///
+/// A bundled tool that names no [`source`](crate::Tool::source) takes the skill's name as
+/// its source, so its key is `skill/name` (one that names one keeps it; `with_source("")`
+/// keeps a tool unqualified). A [catalog](crate::catalog)'s tools say their own source, as
+/// [`Catalog::from_snapshot`](crate::catalog::Catalog::from_snapshot) writes them.
+///
 /// The bundled tools are added (or, when a tool with the same qualified name exists, replaced
 /// with the new definition and shared: both skills own it), each with its handler when it
 /// comes with one ([`Tool::with_handler`](crate::Tool::with_handler)); plain [`Tool`]s and
@@ -39,7 +44,7 @@ pub struct Unregistered {
 ///
 /// ```
 /// use capstore::skills::register_skill;
-/// use capstore::{Skill, Store, Tool, TOOLS};
+/// use capstore::{Skill, Store, Tool, TOOLS, TOOLS_BY_SKILL, TOOLS_BY_SOURCE};
 /// let store = Store::new();
 /// store.write(|tx| register_skill(
 ///     tx,
@@ -47,7 +52,10 @@ pub struct Unregistered {
 ///     vec![Tool::new("read_file", "Read a file"), Tool::new("write_file", "Write a file")],
 /// ))?;
 /// let snap = store.snapshot();
-/// assert_eq!(snap.by_index(&TOOLS, "skill", "files")?.count(), 2);
+/// assert_eq!(snap.by(&TOOLS_BY_SKILL, "files")?.count(), 2);
+/// // They come from the skill: found by source, keyed `files/…`.
+/// assert_eq!(snap.by(&TOOLS_BY_SOURCE, "files")?.count(), 2);
+/// assert!(snap.contains(&TOOLS, "files/read_file")?);
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
 pub fn register_skill<T: Into<Registration>>(
@@ -81,6 +89,11 @@ fn register_inner(
     let mut bundled = Vec::with_capacity(tools.len());
     for registration in tools {
         let (mut tool, handler) = registration.into_parts();
+        // A tool that names no source comes from its skill: its key is `skill/name`, and
+        // `TOOLS_BY_SOURCE` finds it under the skill's name.
+        if tool.source.is_none() {
+            tool.source = Some(skill.name.clone());
+        }
         let key = tool.qualified_name();
         let mut owners: Vec<String> = match tx.view().get(&TOOLS, &key)? {
             Some(existing) => existing.skills.clone(),
@@ -131,14 +144,15 @@ fn push_unique(list: &mut Vec<String>, item: String) {
 /// use capstore::{Skill, Store, Tool, TOOLS};
 /// let store = Store::new();
 /// store.write(|tx| {
-///     register_skill(tx, Skill::new("a", ""), vec![Tool::new("only_a", ""), Tool::new("shared", "")])?;
-///     register_skill(tx, Skill::new("b", ""), vec![Tool::new("shared", "")])
+///     let shared = Tool::new("shared", "").with_source("common");
+///     register_skill(tx, Skill::new("a", ""), vec![Tool::new("only_a", ""), shared.clone()])?;
+///     register_skill(tx, Skill::new("b", ""), vec![shared])
 /// })?;
 /// let mut tx = store.begin();
 /// let gone = unregister_skill(&mut tx, "a")?;
 /// tx.commit();
-/// assert_eq!((gone.removed_tools, gone.kept_tools), (vec!["only_a".to_string()], vec!["shared".to_string()]));
-/// assert!(store.snapshot().get(&TOOLS, "shared")?.is_some());
+/// assert_eq!((gone.removed_tools, gone.kept_tools), (vec!["a/only_a".to_string()], vec!["common/shared".to_string()]));
+/// assert!(store.snapshot().get(&TOOLS, "common/shared")?.is_some());
 /// # Ok::<(), capstore::skills::SkillError>(())
 /// ```
 pub fn unregister_skill(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, SkillError> {
@@ -208,7 +222,7 @@ fn listed_by_any_skill(snapshot: &Snapshot, tool: &str) -> Result<bool, SkillErr
 /// })?;
 /// let mut tx = store.begin();
 /// unregister_tool(&mut tx, "free")?;
-/// assert!(matches!(unregister_tool(&mut tx, "bound"), Err(SkillError::ToolInUse { .. })));
+/// assert!(matches!(unregister_tool(&mut tx, "s/bound"), Err(SkillError::ToolInUse { .. })));
 /// # Ok::<(), SkillError>(())
 /// ```
 pub fn unregister_tool(tx: &mut WriteTxn, key: &str) -> Result<Tool, SkillError> {

@@ -31,7 +31,7 @@
 //! | [`Store::snapshot`] | O(1), lock-free |
 //! | [`Snapshot::get`], [`Snapshot::contains`] | O(log n) |
 //! | [`Snapshot::count`] | O(1) |
-//! | [`Snapshot::by_index`], [`Snapshot::count_by_index`] | O(log n + m log n), O(log n) |
+//! | [`Snapshot::by`] (a typed index handle such as `TOOLS_BY_SOURCE`), [`Snapshot::by_index`] (by name), [`Snapshot::count_by_index`] | O(log n + m log n), O(log n + m log n), O(log n) |
 //! | [`Snapshot::key_prefix`], [`Snapshot::index_prefix`] | O(log n + m), O(log n + m log n) |
 //! | [`Snapshot::iter`] | O(n) for all, O(1) per step amortised |
 //! | [`Snapshot::search`] | see [`crate::bm25`] |
@@ -42,7 +42,7 @@
 //!
 //! # Example
 //! ```
-//! use capstore::{Store, Tool, TOOLS};
+//! use capstore::{Store, Tool, TOOLS, TOOLS_BY_SOURCE, TOOLS_BY_TAG};
 //!
 //! let store = Store::new();
 //! store.write(|tx| {
@@ -50,8 +50,8 @@
 //!     tx.insert(&TOOLS, Tool::new("search", "Search issues").with_source("github").with_tags(["code"]))
 //! })?;
 //! let snap = store.snapshot();
-//! assert_eq!(snap.by_index(&TOOLS, "source", "github")?.count(), 1);
-//! assert_eq!(snap.by_index(&TOOLS, "tags", "files")?.next().map(|(k, _)| &**k), Some("fs/read_file"));
+//! assert_eq!(snap.by(&TOOLS_BY_SOURCE, "github")?.count(), 1);
+//! assert_eq!(snap.by(&TOOLS_BY_TAG, "files")?.key_list().to_string(), "fs/read_file");
 //! # Ok::<(), capstore::StoreError>(())
 //! ```
 
@@ -81,7 +81,7 @@ pub use schema::{
     Index, IndexSchema, PRIMARY_INDEX, Record, Table, TableSchema, TextFields, TextSchema,
 };
 pub(crate) use snapshot::{Entry, RowLookup};
-pub use snapshot::{IndexValues, Rows, Scored, Snapshot};
+pub use snapshot::{IndexValues, KeyList, Rows, Scored, Snapshot};
 pub use txn::{CommitInfo, Savepoint, WriteTxn};
 pub use watch::{WatchSet, Watcher};
 

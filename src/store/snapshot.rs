@@ -177,6 +177,68 @@ impl<'s, R: Record> Rows<'s, R> {
     pub fn keys(self) -> impl Iterator<Item = &'s Arc<str>> + 's {
         self.map(|(k, _)| k)
     }
+
+    /// The primary keys as a [`KeyList`], which prints them comma-separated: the rows of a
+    /// look-up, ready to show.
+    ///
+    /// ```
+    /// use capstore::{Store, Tool, TOOLS, TOOLS_BY_SOURCE};
+    /// let store = Store::new();
+    /// store.write(|tx| {
+    ///     tx.insert(&TOOLS, Tool::new("read", "Read a file").with_source("fs"))?;
+    ///     tx.insert(&TOOLS, Tool::new("write", "Write a file").with_source("fs"))
+    /// })?;
+    /// let snap = store.snapshot();
+    /// let keys = snap.by(&TOOLS_BY_SOURCE, "fs")?.key_list();
+    /// assert_eq!(keys.to_string(), "fs/read, fs/write");
+    /// assert_eq!(keys.len(), 2);
+    /// # Ok::<(), capstore::StoreError>(())
+    /// ```
+    pub fn key_list(self) -> KeyList<'s> {
+        KeyList(self.keys().map(|key| &**key).collect())
+    }
+}
+
+/// Keys borrowed from a snapshot, in order: a look-up's primary keys ([`Rows::key_list`]), a
+/// dependency closure's tools ([`Closure::tools`](crate::skills::Closure::tools)). `Display`
+/// prints them comma-separated (nothing for none); it derefs to the slice of keys.
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("ping", "Ping a host")))?;
+/// let snap = store.snapshot();
+/// let keys = snap.iter(&TOOLS)?.key_list();
+/// assert_eq!((keys.to_string(), keys[0]), ("ping".to_string(), "ping"));
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyList<'s>(Vec<&'s str>);
+
+impl<'s> From<Vec<&'s str>> for KeyList<'s> {
+    fn from(keys: Vec<&'s str>) -> Self {
+        KeyList(keys)
+    }
+}
+
+impl<'s> std::ops::Deref for KeyList<'s> {
+    type Target = [&'s str];
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for KeyList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, key) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(key)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'s, R: Record> Iterator for Rows<'s, R> {

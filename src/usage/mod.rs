@@ -79,5 +79,5 @@ pub(crate) use learn::{Known, learn_with};
 pub use learn::{TurnUse, learn, learn_all};
 pub use queue::{BatchLimits, UsageQueue};
 pub(crate) use record::schema;
-pub use record::{Companion, MAX_COMPANIONS, Usage};
+pub use record::{Companion, MAX_COMPANIONS, Usage, called};
 pub use recorder::UsageRecorder;

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::TableSchema;
-use crate::tables::TOOLS;
+use crate::store::{Snapshot, StoreError, TableSchema};
+use crate::tables::{TOOLS, USAGE};
 
 /// How many companions a [`Usage`] row keeps: the strongest, by turns called together (then
 /// turns called in the next turn). A new companion takes the place of the weakest when the row
@@ -133,6 +133,17 @@ impl Usage {
         (self.sent > 0).then(|| self.sent_and_called as f32 / self.sent as f32)
     }
 
+    /// Whether the agent ever called it (a row is also kept for a tool that was only sent).
+    ///
+    /// ```
+    /// let mut u = capstore::usage::Usage::new("a");
+    /// u.sent = 2;
+    /// assert!(!u.was_called());
+    /// ```
+    pub fn was_called(&self) -> bool {
+        self.turns > 0
+    }
+
     /// The companion `tool`'s entry, made (in the place of the weakest, if the row is full)
     /// when it is new.
     pub(crate) fn companion_mut(&mut self, tool: &str) -> Option<&mut Companion> {
@@ -166,6 +177,72 @@ impl Usage {
                 .then_with(|| a.tool.cmp(&b.tool))
         });
     }
+}
+
+/// One line: the tool, its counts and its strongest companions (at most three: called with it
+/// in as many turns, or in the turn after).
+///
+/// ```
+/// use capstore::usage::{Companion, Usage};
+/// let u = Usage { tool: "car/startEngine".into(), turns: 25, calls: 27, sent: 30, sent_and_called: 24,
+///     companions: vec![Companion { tool: "car/pressBrakePedal".into(), together: 23, before: 23, next_turn: 0 }] };
+/// assert_eq!(u.to_string(), "car/startEngine: called in 25 turns (27 calls); sent in 30, called in 24 of those; \
+///     with car/pressBrakePedal in 23");
+/// let mut sent_only = Usage::new("fs/ls");
+/// sent_only.sent = 3;
+/// assert_eq!(sent_only.to_string(), "fs/ls: never called; sent in 3");
+/// ```
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.tool)?;
+        if self.was_called() {
+            let turns = if self.turns == 1 { "turn" } else { "turns" };
+            let calls = if self.calls == 1 { "call" } else { "calls" };
+            write!(
+                f,
+                "called in {} {turns} ({} {calls})",
+                self.turns, self.calls
+            )?;
+        } else {
+            f.write_str("never called")?;
+        }
+        if self.sent > 0 {
+            write!(f, "; sent in {}", self.sent)?;
+            if self.was_called() {
+                write!(f, ", called in {} of those", self.sent_and_called)?;
+            }
+        }
+        for (i, c) in self.companions.iter().take(3).enumerate() {
+            f.write_str(if i == 0 { "; " } else { ", " })?;
+            if c.together > 0 {
+                write!(f, "with {} in {}", c.tool, c.together)?;
+            } else {
+                write!(f, "followed by {} in {}", c.tool, c.next_turn)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rows of the tools the agent called, by key: what it learned, without the rows of tools
+/// that were only sent. Fails only for a snapshot of a store without the built-in tables.
+///
+/// ```
+/// use capstore::usage::{called, learn, TurnUse};
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("ls", "List files").with_source("fs"))?;
+///     tx.insert(&TOOLS, Tool::new("cd", "Change directory").with_source("fs"))?;
+///     learn(tx, &TurnUse::new(["fs/cd"]).with_sent(["fs/cd", "fs/ls"]))
+/// })?;
+/// let snap = store.snapshot();
+/// let learned: Vec<String> = called(&snap)?.map(|u| u.to_string()).collect();
+/// assert_eq!(learned, ["fs/cd: called in 1 turn (1 call); sent in 1, called in 1 of those"]);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub fn called(snapshot: &Snapshot) -> Result<impl Iterator<Item = &Usage>, StoreError> {
+    Ok(snapshot.iter(&USAGE)?.records().filter(|u| u.was_called()))
 }
 
 /// The `usage` table's schema: keyed by tool key; a row goes when its tool is removed (not when

@@ -92,15 +92,15 @@ class SelectedTool:
         """Why it was selected, strongest first, as sentences (the library's ``Reason``)."""
     @property
     def channel(self) -> str:
-        """The channel that brought it, as a phrase: "asked for by this message", "from the
-        conversation", "brought by a tool it goes with", "kept from the last turn",
-        "pinned"."""
+        """The channel that brought it, as a phrase: "asked for by this message", "brought
+        by a skill the message matched", "from the conversation", "brought by a tool it goes
+        with", "kept from the last turn", "pinned"."""
     @property
     def channel_kind(
         self,
-    ) -> Literal["message", "conversation", "companion", "kept", "pinned", "all"]:
-        """The channel's kind: "message", "conversation", "companion", "kept", "pinned" or
-        "all"."""
+    ) -> Literal["message", "skill", "conversation", "companion", "kept", "pinned", "all"]:
+        """The channel's kind: "message", "skill", "conversation", "companion", "kept",
+        "pinned" or "all"."""
     @property
     def rank(self) -> int:
         """Its position by relevance (0: the most relevant), whatever the send order."""

@@ -33,7 +33,8 @@ pub(crate) struct SelectedTool {
     /// conversation", "brought by a tool it goes with", "kept from the last turn", "pinned".
     #[pyo3(get)]
     channel: String,
-    /// The channel's kind: "message", "conversation", "companion", "kept", "pinned" or "all".
+    /// The channel's kind: "message", "skill", "conversation", "companion", "kept", "pinned"
+    /// or "all".
     #[pyo3(get)]
     channel_kind: String,
     /// Its position by relevance (0: the most relevant), whatever the send order.
@@ -285,6 +286,7 @@ fn channel_kind(channel: &context::Channel) -> &'static str {
     match channel {
         context::Channel::Pinned => "pinned",
         context::Channel::Message => "message",
+        context::Channel::Skill => "skill",
         context::Channel::Conversation => "conversation",
         context::Channel::Companion => "companion",
         context::Channel::Kept { .. } => "kept",
