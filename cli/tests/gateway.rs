@@ -350,6 +350,76 @@ fn streamable_http_serves_the_python_client_on_loopback_only() {
     );
 }
 
+/// `capstore clients`: two clients with their own scopes, made and revoked by the command;
+/// the Python SDK over Streamable HTTP with each token sees and runs only its scope, is
+/// refused without a token or with an unknown one, and a revoked token is refused by the
+/// running gateway. The file keeps hashes, not tokens.
+#[test]
+fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
+    let dir = scratch("clients");
+    let config = fault_config(&dir);
+    let config_arg = config.to_str().expect("utf-8");
+    let clients = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_capstore"))
+            .arg("clients")
+            .args(args)
+            .args(["--mcp-config", config_arg])
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let timekeeper = clients(&["add", "timekeeper", "--server", "time"]);
+    let echoer = clients(&["add", "echoer", "--tool", "f/echo"]);
+    assert!(
+        timekeeper.starts_with("cst_") && timekeeper.len() == 68,
+        "{timekeeper}"
+    );
+    let listed = clients(&["list"]);
+    assert!(
+        listed.contains("timekeeper") && listed.contains("servers time"),
+        "{listed}"
+    );
+    let kept = std::fs::read_to_string(capstore::gateway::clients_path(&config)).expect("file");
+    assert!(
+        !kept.contains(&timekeeper) && !kept.contains(&echoer),
+        "{kept}"
+    );
+
+    let gateway = HttpGateway::start(&config, "127.0.0.1:0", &[]);
+    let python = |args: &[&str]| {
+        Command::new(installed("venv/bin/python"))
+            .arg(root().join("tests/gateway/scoped_client.py"))
+            .arg(&gateway.mcp)
+            .args(args)
+            .current_dir(root())
+            .output()
+            .expect("the client runs")
+    };
+    let out = python(&["scopes", &timekeeper, &echoer]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("gateway-scopes: 13 passed, 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(clients(&["revoke", "echoer"]).contains("revoked echoer"));
+    let out = python(&["revoked", &echoer]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("gateway-scopes: 2 passed, 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The gateway learns from the calls it forwards: a session's run of calls is a turn (a search
 /// after calls ends it), its usage is kept beside the configuration, read back by the next
 /// gateway, and a search then says what a tool goes with and brings it along.

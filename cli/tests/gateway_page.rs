@@ -374,6 +374,138 @@ fn the_page_refuses_requests_without_its_token_or_from_elsewhere() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `GET /metrics` for a scraper: behind the listener's guard and the page's token (fixed with
+/// `--admin-token-file`, as a bearer), it counts the calls an MCP client made by server, tool
+/// and outcome, the call refused for a held tool, the held tool itself, and each upstream
+/// server's state. A token too short to be a secret stops the gateway before it serves.
+#[test]
+fn metrics_count_calls_refusals_and_upstream_states_for_a_scraper_with_the_token() {
+    let python = installed("venv/bin/python");
+    let dir = scratch("metrics");
+    let token = "scrape-0123456789abcdef0123456789abcdef";
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, format!("{token}\n")).expect("token file");
+    let served = Served::start(
+        &dir,
+        &["--admin-token-file", token_file.to_str().expect("utf-8")],
+    );
+    assert_eq!(served.token(), token, "the page's token is the file's");
+    let (ok, out) = run(
+        Command::new(&python)
+            .arg(root().join("tests/gateway/page_mcp.py"))
+            .args([&served.http.mcp, "rug-pull"]),
+        &dir,
+        "rug-pull",
+        Duration::from_secs(90),
+    );
+    assert!(ok && out.contains("page-mcp: 3 passed, 0 failed"), "{out}");
+
+    let port = served.http.port;
+    let host = format!("127.0.0.1:{port}");
+    let bearer = format!("Bearer {token}");
+    let none = http(port, "GET", "/metrics", &[("Host", &host)], "");
+    assert_eq!(none.status, 401, "no token: {}", none.body);
+    let wrong = http(
+        port,
+        "GET",
+        "/metrics",
+        &[
+            ("Host", &host),
+            ("Authorization", &format!("Bearer {}", "0".repeat(38))),
+        ],
+        "",
+    );
+    assert_eq!(wrong.status, 401, "a wrong token: {}", wrong.body);
+    let forged = http(
+        port,
+        "GET",
+        "/metrics",
+        &[("Host", "evil.example"), ("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(forged.status, 403, "a forged Host: {}", forged.body);
+
+    let scraped = http(
+        port,
+        "GET",
+        "/metrics",
+        &[("Host", &host), ("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(scraped.status, 200, "{}", scraped.body);
+    assert!(
+        scraped
+            .head
+            .contains("content-type: application/openmetrics-text"),
+        "{}",
+        scraped.head
+    );
+    let body = scraped.body.replace("\r\n", "\n");
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} in\n{body}"))
+    };
+    assert!(
+        value(r#"capstore_gateway_calls_total{server="mut",tool="mut/echo",outcome="ok"}"#) >= 1.0
+    );
+    assert_eq!(
+        value(r#"capstore_gateway_calls_total{server="mut",tool="mut/mutate",outcome="ok"}"#),
+        1.0
+    );
+    assert!(value(r#"capstore_gateway_call_duration_seconds_count{server="mut"}"#) >= 2.0);
+    // The rewritten echo was refused: by the gateway, which holds it back, or (a call that
+    // raced the hold) by the hub under the executor, an error of the call.
+    let maybe = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(
+        maybe(r#"capstore_gateway_refused_calls_total{reason="held"}"#)
+            + maybe(
+                r#"capstore_gateway_calls_total{server="mut",tool="mut/echo",outcome="error"}"#
+            )
+            >= 1.0,
+        "{body}"
+    );
+    assert_eq!(value("capstore_gateway_held_tools"), 1.0);
+    assert_eq!(
+        value(r#"capstore_gateway_upstream_state{server="time",state="ready"}"#),
+        1.0
+    );
+    assert!(value(r#"capstore_gateway_upstream_tools{server="time"}"#) >= 1.0);
+    assert!(
+        !body.contains(r#"capstore_gateway_upstream_state{server="gone",state="ready"}"#),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"capstore_gateway_upstream_state{server="gone",state="#),
+        "{body}"
+    );
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    drop(served);
+
+    std::fs::write(&token_file, "short").expect("token file");
+    let (ok, out) = run(
+        Command::new(env!("CARGO_BIN_EXE_capstore"))
+            .args(["serve", "--http", "127.0.0.1:0", "--mcp-config"])
+            .arg(dir.join("mcp.json"))
+            .arg("--admin-token-file")
+            .arg(&token_file),
+        &dir,
+        "short-token",
+        Duration::from_secs(60),
+    );
+    assert!(
+        !ok && out.contains("the admin token must be at least 32 characters"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The whole flow in Chromium: the servers' states, a search with capstore's reasons, the
 /// held tool's diff (hostile text shown as text), Keep held, Approve; then an MCP client finds
 /// the tool callable again, and the trust file holds nothing.

@@ -1,11 +1,18 @@
 //! The gateway over HTTP: one loopback socket, the MCP endpoint at `/mcp` and the admin page
-//! at `/`, every request behind one [`HttpGuard`] first. Kept apart from `server` (the MCP
+//! at `/` (and `/metrics`), every request behind one [`HttpGuard`] first, and an MCP request
+//! behind a client's token when the gateway has clients. Kept apart from `server` (the MCP
 //! side) and `admin` (the page), which it routes between, so neither imports the other.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+
 use super::admin::Page;
+use super::clients::Clients;
 use super::guard::HttpGuard;
 use super::server::{Gateway, GatewayError};
 
@@ -142,19 +149,24 @@ impl HttpGateway {
             let service = service.clone();
             let guard = Arc::clone(&self.guard);
             let page = Arc::clone(&self.page);
+            let clients = self.gateway.clients().cloned();
             tokio::spawn(async move {
                 let io = hyper_util::rt::TokioIo::new(stream);
-                let service = hyper::service::service_fn(move |request| {
+                let service = hyper::service::service_fn(move |mut request| {
                     let service = service.clone();
                     let guard = Arc::clone(&guard);
                     let page = Arc::clone(&page);
+                    let clients = clients.clone();
                     async move {
                         Ok::<_, std::convert::Infallible>(match guard.check(&request) {
                             Err(refusal) => refusal.into_response(),
                             Ok(()) if Page::owns(request.uri().path()) => {
                                 page.handle(request).await
                             }
-                            Ok(()) => service.handle(request).await,
+                            Ok(()) => match authenticate(clients.as_ref(), &mut request) {
+                                Err(why) => unauthorized(why),
+                                Ok(()) => service.handle(request).await,
+                            },
                         })
                     }
                 });
@@ -166,4 +178,50 @@ impl HttpGateway {
             });
         }
     }
+}
+
+/// With clients ([`Clients`]), an MCP request must name one by its token
+/// (`Authorization: Bearer TOKEN`): the client goes into the request's extensions, where the
+/// gateway's handlers read its scope; without a known token, `Err` says why (answered `401`).
+/// Without clients, nothing is asked.
+fn authenticate<B>(
+    clients: Option<&Clients>,
+    request: &mut Request<B>,
+) -> Result<(), &'static str> {
+    let Some(clients) = clients.filter(|c| !c.is_empty()) else {
+        return Ok(());
+    };
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = token else {
+        return Err(
+            "this gateway serves its clients only: send `Authorization: Bearer TOKEN` \
+                    (`capstore clients add NAME` makes one)",
+        );
+    };
+    let client = clients
+        .authenticate(token)
+        .ok_or("unknown or revoked client token")?;
+    request.extensions_mut().insert(client);
+    Ok(())
+}
+
+/// `401 Unauthorized` with a Bearer challenge, saying why.
+fn unauthorized(why: &str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{why}\n"))).boxed());
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    headers.insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }

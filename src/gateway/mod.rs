@@ -65,6 +65,22 @@
 //! a random token besides (whoever drives it can approve a poisoned tool), with a strict
 //! Content-Security-Policy; its HTML, script and style sheet are compiled in.
 //!
+//! # Clients with scopes
+//! Over HTTP, a team gives each client its own token and [`Scope`] ([`Clients`], kept hashed
+//! beside the configuration; `capstore clients add NAME`): with at least one client, every
+//! MCP request must say `Authorization: Bearer TOKEN` (`401` otherwise), and the client's
+//! `tools/list`, `search_tools` answers and calls see only its scope. A call outside it is
+//! refused with why, and never forwarded; `/metrics` counts the refusals.
+//!
+//! # Numbers to watch
+//! Over HTTP, `GET /metrics` gives the gateway's metrics in the OpenMetrics text format that
+//! Prometheus scrapes: calls, errors and their time per server and tool, calls refused (held
+//! or unknown tools), `search_tools` answers and their sizes, the store's tools, held tools,
+//! and each upstream server's state and tool count. It is behind the listener's [`HttpGuard`]
+//! and the admin page's token, sent as `Authorization: Bearer TOKEN` (the token of
+//! [`HttpGateway::page_url`]; [`GatewayOptions::admin_token`] fixes it across restarts, so a
+//! scraper keeps one). The metrics are counted from the executor's events and the searches.
+//!
 //! # What it costs
 //! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
 //! Per request: one snapshot and one selection (`search_tools`, tens of microseconds at 10k
@@ -89,8 +105,10 @@
 //! ```
 
 mod admin;
+mod clients;
 mod guard;
 mod http;
+mod metrics;
 mod server;
 
 /// The quarantine is the live hub's ([`crate::mcp::live`]); re-exported where it started.
@@ -98,6 +116,7 @@ pub use crate::mcp::live::{
     Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
+pub use clients::{Client, ClientRecord, Clients, ClientsError, Scope, clients_path};
 pub use guard::{HttpGuard, Refusal};
 pub use http::HttpGateway;
 pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode, UsageSink};

@@ -21,6 +21,9 @@ use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCall
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
+use super::clients::{Client, Clients};
+use super::metrics::{Metrics, Now};
+
 /// What the client is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -66,6 +69,15 @@ pub struct GatewayOptions {
     /// (`capstore serve --state`), or a store written and saved to a file. `None` (the
     /// default): the gateway's store.
     pub usage_sink: Option<UsageSink>,
+    /// The admin page's token (and `/metrics`'), fixed: at least 32 characters of letters,
+    /// digits, `-` and `_` (`capstore serve --admin-token-file FILE`), so that a scraper keeps
+    /// one across restarts. `None` (the default): a new random one each start
+    /// ([`HttpGateway::page_url`](super::HttpGateway::page_url) gives it).
+    pub admin_token: Option<String>,
+    /// The clients allowed over HTTP, each with its token and scope ([`Clients`]). With at
+    /// least one, every MCP request must carry a client's token; `None` or none in it (the
+    /// default): no token is asked, as for one person on loopback.
+    pub clients: Option<Clients>,
 }
 
 /// Takes each turn a gateway's session finished ([`GatewayOptions::usage_sink`]). Called on the
@@ -110,6 +122,8 @@ impl Default for GatewayOptions {
             allowed_origins: Vec::new(),
             learn: true,
             usage_sink: None,
+            admin_token: None,
+            clients: None,
         }
     }
 }
@@ -211,6 +225,8 @@ struct Shared {
     /// The executor's events (each call's start and end): [`GatewayOptions::events`], or the
     /// gateway's own bus. The admin page's recent calls.
     events: EventBus,
+    /// The numbers `/metrics` gives, counted from `events` and the searches.
+    metrics: Arc<Metrics>,
 }
 
 /// A failure to serve at all (the listener or the transport); requests' own errors are
@@ -250,6 +266,7 @@ impl Gateway {
             .with_policy(UnselectedCallPolicy::Allow)
             .with_events(events.clone());
         let shared = Arc::new(Shared {
+            metrics: Metrics::follow(&events),
             executor,
             usage: UsageQueue::new(store.clone()),
             export: Mutex::new(None),
@@ -325,7 +342,7 @@ impl Gateway {
     }
 
     /// The tools a client sees now.
-    fn listed(&self) -> Vec<rmcp::model::Tool> {
+    fn listed(&self, client: Option<&Client>) -> Vec<rmcp::model::Tool> {
         let snap = self.shared.store.snapshot();
         let Ok(export) = self.export(&snap) else {
             return Vec::new();
@@ -358,6 +375,7 @@ impl Gateway {
         let verdicts = self.verdicts(records.iter().map(|(_, tool)| *tool));
         for ((key, tool), verdict) in records.iter().zip(verdicts) {
             if verdict == Verdict::Trusted
+                && in_scope(client, key, tool).is_ok()
                 && let Some(name) = export.export_name(key)
             {
                 tools.push(listed_tool(name, tool));
@@ -393,7 +411,11 @@ impl Gateway {
     }
 
     /// `search_tools`: capstore's selection for the query, upstream definitions included.
-    fn search(&self, args: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+    fn search(
+        &self,
+        args: &Map<String, Value>,
+        client: Option<&Client>,
+    ) -> Result<CallToolResult, ErrorData> {
         let whole = args
             .get("query")
             .and_then(Value::as_str)
@@ -415,13 +437,15 @@ impl Gateway {
                 })?,
         };
         let snap = self.shared.store.snapshot();
-        // Room for the quarantined ones the answer leaves out.
+        // Room for the quarantined ones the answer leaves out (and, for a client with a
+        // scope, the ones outside it).
+        let room = if client.is_some() { 4 } else { 2 };
         let mut policy = self
             .shared
             .options
             .policy
             .clone()
-            .with_tool_limit(limit * 2);
+            .with_tool_limit(limit * room);
         // An answer to the query only: pinned tools are offered in the tool list itself
         // (`--pin`), and a query that matches nothing gets nothing.
         policy.pinned_tools.clear();
@@ -448,6 +472,9 @@ impl Gateway {
             }
             if verdict != Verdict::Trusted {
                 held_back += 1;
+                continue;
+            }
+            if in_scope(client, &selected.key, &selected.tool).is_err() {
                 continue;
             }
             let runnable = snap
@@ -507,6 +534,7 @@ impl Gateway {
         if found.is_empty() {
             answer["note"] = json!("no tool matched; try other words, or fewer");
         }
+        self.shared.metrics.searched(found.len());
         // Keys sorted: the same answer is the same text in every build (as `object` says).
         answer.sort_all_objects();
         Ok(CallToolResult::structured(answer))
@@ -518,6 +546,7 @@ impl Gateway {
         name: &str,
         args: Value,
         context: &RequestContext<RoleServer>,
+        client: Option<&Client>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut snap = self.shared.store.snapshot();
         let mut export = self
@@ -525,6 +554,7 @@ impl Gateway {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if resolve(&snap, &export, name).is_none() {
             if let Some(answer) = self.held(name) {
+                self.shared.metrics.refused("held");
                 return Ok(answer);
             }
             // Not held (any more: an approval may just have been imported): look again.
@@ -534,6 +564,7 @@ impl Gateway {
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         }
         let Some(key) = resolve(&snap, &export, name) else {
+            self.shared.metrics.refused("unknown_tool");
             return Err(self.unknown_tool(name));
         };
         let tool = snap
@@ -541,7 +572,16 @@ impl Gateway {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{name}`"), None))?;
         if let Verdict::Quarantined(reason) = self.verdict(tool) {
+            self.shared.metrics.refused("held");
             return Ok(self.quarantined(&key, &reason.to_string()));
+        }
+        // Outside the client's scope: refused here, never forwarded.
+        if let (Some(client), Err(why)) = (client, in_scope(client, &key, tool)) {
+            self.shared.metrics.refused("out_of_scope");
+            return Ok(error_result(format!(
+                "client `{}` may not call `{key}`: {why}",
+                client.name
+            )));
         }
         let call = ToolCall::new(context.id.to_string(), key.as_str(), args);
         let outcome = tokio::select! {
@@ -600,6 +640,14 @@ impl Gateway {
     }
 
     /// The origins `--allow-origin` admits to `/mcp` besides the loopback ones.
+    pub(super) fn clients(&self) -> Option<&Clients> {
+        self.shared.options.clients.as_ref()
+    }
+
+    pub(super) fn admin_token(&self) -> Option<&str> {
+        self.shared.options.admin_token.as_deref()
+    }
+
     pub(super) fn allowed_origins(&self) -> &[String] {
         &self.shared.options.allowed_origins
     }
@@ -614,6 +662,16 @@ impl Gateway {
     }
 
     /// The hub followed, if any.
+    /// The gateway's metrics now, in the OpenMetrics text format ([`super::metrics`]).
+    pub(super) fn metrics_text(&self) -> String {
+        let hub = self.hub();
+        let snapshot = self.shared.store.snapshot();
+        self.shared.metrics.render(&Now {
+            hub: hub.as_ref(),
+            snapshot: &snapshot,
+        })
+    }
+
     pub(super) fn hub(&self) -> Option<McpHub> {
         self.shared.hub.lock().clone()
     }
@@ -622,7 +680,9 @@ impl Gateway {
     pub(super) fn search_answer(&self, query: &str) -> Result<Value, String> {
         let mut args = Map::new();
         args.insert("query".into(), Value::String(query.to_string()));
-        let result = self.search(&args).map_err(|e| e.message.to_string())?;
+        let result = self
+            .search(&args, None)
+            .map_err(|e| e.message.to_string())?;
         result
             .structured_content
             .ok_or_else(|| "search_tools gave no structured answer".to_string())
@@ -702,6 +762,22 @@ fn resolve(snap: &Snapshot, export: &ToolExport, name: &str) -> Option<String> {
         return Some(name.to_string());
     }
     export.resolve(name).map(str::to_string)
+}
+
+/// The client a request over HTTP was authenticated as ([`super::clients`]), if any: the HTTP
+/// layer put it in the request's extensions, which rmcp hands on with the request's parts.
+fn client_of(context: &RequestContext<RoleServer>) -> Option<Client> {
+    context
+        .extensions
+        .get::<http::request::Parts>()?
+        .extensions
+        .get::<Client>()
+        .cloned()
+}
+
+/// Whether `client` (none: everything) may use the tool under `key`; `Err` says why not.
+fn in_scope(client: Option<&Client>, key: &str, tool: &Tool) -> Result<(), String> {
+    client.map_or(Ok(()), |client| client.scope.allows(key, tool))
 }
 
 /// An upstream result (`{"content": ..., "structuredContent": ...}`) as it was, or any other
@@ -836,9 +912,11 @@ impl ServerHandler for Gateway {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.listed()))
+        Ok(ListToolsResult::with_all_items(
+            self.listed(client_of(&context).as_ref()),
+        ))
     }
 
     async fn call_tool(
@@ -848,12 +926,14 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let search_mode = self.shared.options.mode == Mode::Search;
+        // Over HTTP with clients, the one the request's token named (see `clients`).
+        let client = client_of(&context);
         let result = match &*request.name {
             SEARCH_TOOLS if search_mode => {
                 // A search after calls starts the session's next turn (whose search sees what
                 // the last one taught); what it returns is offered in it.
                 self.session.next_step(true);
-                let result = self.search(&args)?;
+                let result = self.search(&args, client.as_ref())?;
                 let found = result.structured_content.as_ref().map(|a| &a["tools"]);
                 let names = found.and_then(Value::as_array).into_iter().flatten();
                 self.session
@@ -875,7 +955,7 @@ impl ServerHandler for Gateway {
                         ));
                     }
                 };
-                self.run(name, arguments, &context).await?
+                self.run(name, arguments, &context, client.as_ref()).await?
             }
             name => {
                 // All mode's tools, and pinned ones in search mode, by exported name.
@@ -885,7 +965,8 @@ impl ServerHandler for Gateway {
                         None,
                     ));
                 }
-                self.run(name, Value::Object(args), &context).await?
+                self.run(name, Value::Object(args), &context, client.as_ref())
+                    .await?
             }
         };
         Ok(result.into())

@@ -14,6 +14,7 @@ macro_rules! say {
 mod approve;
 mod args;
 mod call;
+mod clients;
 mod compact;
 mod eval;
 mod explain;
@@ -42,6 +43,8 @@ USAGE:
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
     capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
+    capstore clients [list | add NAME [--server S]... [--tool PATTERN]... [--deny-tag T]... | revoke NAME]
+                     --mcp-config FILE
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
     capstore compact --state URL [--namespace NS]
     capstore usage (--usage FILE | --mcp-config FILE) [--tool TOOL] [--top N] [--json]
@@ -104,6 +107,9 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
                               of its port, are refused (403)
     --allow-origin ORIGIN     also accept requests from the web origin ORIGIN over --http
                               (https://app.example.com); repeatable. `null` is never accepted
+    --admin-token-file FILE   the admin page's token (at least 32 letters, digits, - or _),
+                              instead of a new one each start: also what GET /metrics asks
+                              for (`Authorization: Bearer TOKEN`; Prometheus text format)
     --pin TOOL                also offer TOOL directly in search mode; repeatable
     --max-results N           at most N tools per search_tools answer (default 8)
     --state postgres://...    share the catalog with every gateway on that PostgreSQL (its
@@ -117,6 +123,13 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
 APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
          --mcp-config FILE edits that configuration's trust file; --state URL [--namespace NS]
          the trust state shared by the gateways of `serve --state URL` (one approval, all).
+CLIENTS: who may use `serve --http`, each with a token and a scope (kept hashed beside the
+         configuration, FILE.clients.json). With at least one client every MCP request must
+         send `Authorization: Bearer TOKEN`, and sees and runs only its scope.
+         clients [list] --mcp-config FILE
+         clients add NAME --mcp-config FILE [--server S]... [--tool PATTERN]... [--deny-tag TAG]...
+                                   prints the new token once (on stdout)
+         clients revoke NAME --mcp-config FILE
 USAGE:   what the calls taught, tool by tool: turns it was called in, calls, turns it was
          called of those it was offered, and its strongest companions (called before it, or
          with it, in how many of its turns); --usage FILE, or --mcp-config FILE for the usage
@@ -175,6 +188,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("call") => call::run(rest),
         Some("serve") => serve::run(rest),
         Some("approve") => approve::run(rest),
+        Some("clients") => clients::run(rest),
         Some("eval") => eval::run(rest),
         Some("compact") => compact::run(rest),
         Some("usage") => usage::run(rest),
@@ -196,6 +210,7 @@ fn parse_only(args: &[String]) -> Result<(), String> {
         Some("call") => call::parse(rest).map(drop),
         Some("serve") => serve::parse(rest).map(drop),
         Some("approve") => approve::parse(rest).map(drop),
+        Some("clients") => clients::parse(rest).map(drop),
         Some("eval") => eval::parse_eval(rest).map(drop),
         Some("gen-catalog") => synth::parse(rest).map(drop),
         Some("usage") => usage::parse(rest).map(drop),
@@ -306,6 +321,10 @@ mod tests {
                 "call",
                 "serve",
                 "approve",
+                "clients",
+                "--server",
+                "--tool",
+                "--deny-tag",
                 "eval",
                 "gen-catalog",
                 "--catalog",
@@ -333,6 +352,7 @@ mod tests {
                 "--pin",
                 "--max-results",
                 "--allow-origin",
+                "--admin-token-file",
                 "--all",
                 "--tools",
                 "--queries",

@@ -3,7 +3,9 @@
 
 use std::net::SocketAddr;
 
-use capstore::gateway::{Gateway, GatewayOptions, HttpGuard, Mode, UsageSink};
+use capstore::gateway::{
+    Clients, Gateway, GatewayOptions, HttpGuard, Mode, UsageSink, clients_path,
+};
 use capstore::sync::SyncOptions;
 
 use super::args::{Args, SourceArgs, count, unknown};
@@ -53,6 +55,13 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
                     .allow_origin(origin)
                     .map_err(|e| format!("--allow-origin: {e}"))?;
                 options.allowed_origins.push(origin.to_string());
+            }
+            "--admin-token-file" => {
+                let path = it.value(arg)?;
+                let token = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--admin-token-file {path}: {e}"))?;
+                // Checked when the listener starts (`GatewayOptions::admin_token`).
+                options.admin_token = Some(token.trim().to_string());
             }
             "--pin" => options.pinned.push(it.value(arg)?.to_string()),
             "--max-results" => options.max_results = count(arg, it.value(arg)?, 1, 1_000)?,
@@ -144,6 +153,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         (None, Some(config)) => Some(usage_file(&loaded.store, config, sources.usage.as_deref())?),
         (None, None) => None,
     };
+    // Over HTTP, the clients beside the configuration (`capstore clients`): with any, every
+    // MCP request must carry one's token.
+    if http.is_some()
+        && let Some(config) = &sources.mcp_config
+    {
+        let clients = Clients::open(clients_path(config)).map_err(|e| format!("serve: {e}"))?;
+        if !clients.is_empty() {
+            progress(&format!(
+                "{} client(s): MCP requests need a client's token",
+                clients.list().len()
+            ));
+        }
+        options.clients = Some(clients);
+    }
     // The hub's trust state (the file, or the shared one): the hub keeps held tools out of the
     // store, the gateway answers for them.
     let quarantine = live.quarantine.clone();

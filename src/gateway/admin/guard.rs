@@ -27,8 +27,27 @@ pub(super) struct Guard {
 }
 
 impl Guard {
-    /// A guard with a fresh random token (256 bits from the operating system).
-    pub(super) fn new(local: SocketAddr) -> Result<Guard, String> {
+    /// A guard with `token` ([`GatewayOptions::admin_token`](crate::gateway::GatewayOptions::admin_token):
+    /// at least 32 characters, letters, digits, `-` and `_` only, so that it is as hard to guess
+    /// as 190 random bits and travels in a URL and a header as it is), or with a fresh random
+    /// one (256 bits from the operating system).
+    pub(super) fn new(local: SocketAddr, token: Option<&str>) -> Result<Guard, String> {
+        if let Some(token) = token {
+            let fits = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            if token.len() < 32 || !token.chars().all(fits) {
+                return Err(format!(
+                    "the admin token must be at least 32 characters of letters, digits, `-` and \
+                     `_` (it has {}{})",
+                    token.chars().count(),
+                    if token.chars().all(fits) {
+                        ""
+                    } else {
+                        ", and others"
+                    }
+                ));
+            }
+            return Ok(Guard::with_token(token.to_string(), local.port()));
+        }
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| format!("no random token for the page: {e}"))?;
         let token = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -67,6 +86,16 @@ impl Guard {
             .flat_map(|value| value.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
             .any(|(name, value)| name == self.cookie && self.is_token(value))
+    }
+
+    /// Whether the request says `Authorization: Bearer TOKEN` with the token (a scraper's way).
+    pub(super) fn has_bearer(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get_all(http::header::AUTHORIZATION)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .filter_map(|value| value.strip_prefix("Bearer "))
+            .any(|token| self.is_token(token.trim()))
     }
 
     /// Whether the URL's query (`token=...`) carries the token.

@@ -57,6 +57,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use serde_json::{Value, json};
 
+use super::metrics::PATH as METRICS;
 use super::server::{Gateway, GatewayError};
 use crate::mcp::live::{McpHub, QuarantineReason, fingerprint};
 use crate::tables::TOOLS;
@@ -93,7 +94,7 @@ impl Page {
     /// The page of `gateway`, listening at `local`. Starts recording the store's definitions
     /// (when the gateway quarantines) and the executor's calls.
     pub(crate) fn new(gateway: Gateway, local: SocketAddr) -> Result<Page, GatewayError> {
-        let guard = Guard::new(local).map_err(GatewayError)?;
+        let guard = Guard::new(local, gateway.admin_token()).map_err(GatewayError)?;
         let host = match local {
             SocketAddr::V4(_) => format!("127.0.0.1:{}", local.port()),
             SocketAddr::V6(_) => format!("[::1]:{}", local.port()),
@@ -123,7 +124,7 @@ impl Page {
 
     /// Whether `path` is the page's (the rest is the MCP endpoint's).
     pub(crate) fn owns(path: &str) -> bool {
-        path == "/" || path == "/favicon.ico" || path.starts_with("/admin/")
+        path == "/" || path == "/favicon.ico" || path.starts_with("/admin/") || path == METRICS
     }
 
     /// Answers one request for the page (one that passed the listener's
@@ -138,6 +139,9 @@ impl Page {
             return text(StatusCode::FORBIDDEN, &format!("Forbidden: {refusal}"));
         }
         let path = request.uri().path().to_string();
+        if path == METRICS {
+            return self.metrics(&request);
+        }
         let token_in_url = self.guard.query_token(request.uri().query());
         if path == "/" && request.method() == Method::GET && token_in_url {
             // Into the cookie, and out of the address bar and the history.
@@ -200,6 +204,28 @@ impl Page {
     }
 
     /// The live sections, rendered.
+    /// `GET /metrics` for a scraper: the token as a bearer (or the page's cookie).
+    fn metrics<B>(&self, request: &Request<B>) -> Response<Body> {
+        if request.method() != Method::GET {
+            return text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed: use GET",
+            );
+        }
+        let headers = request.headers();
+        if !self.guard.has_bearer(headers) && !self.guard.has_cookie(headers) {
+            return text(
+                StatusCode::UNAUTHORIZED,
+                "the metrics need the admin page's token: send `Authorization: Bearer TOKEN`",
+            );
+        }
+        respond(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            self.gateway.metrics_text(),
+        )
+    }
+
     fn live(&self) -> Value {
         json!({
             "servers": render::servers(self.gateway.hub().map(|hub| hub.status()).as_deref()),
