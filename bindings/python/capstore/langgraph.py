@@ -104,6 +104,9 @@ class ToolSelector:
     agent's further model calls within the same turn get the same tools. Give it the whole
     message list each time (a LangGraph state's ``messages``); one selector follows one
     conversation, and a shorter list than it has seen starts a new one (``reset()`` does too).
+    A graph with several threads (a checkpointer, several users) needs ``ThreadToolSelector``,
+    which keeps each thread's conversation in the thread's state: this one would carry one
+    thread's tools into another's turns.
 
     ``tools`` are the LangChain tools (or plain functions) the agent can run, each found in
     the store by its name; or a mapping of store names (qualified or exported) to them, for a
