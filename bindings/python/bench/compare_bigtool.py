@@ -14,7 +14,8 @@ Sets, each a conversations file with its tools (``--sets``, by default ``bfcl,de
   ``--name`` (the file's stem).
 
 bigtool is run at its default ``limit`` (2) and at ``--limit`` tools a query (by default as many
-as capstore's lexical selection sends a turn on the set, rounded): the equal-tools comparison.
+as capstore's lexical selection sends a turn on the set, rounded): the equal-tools comparison;
+``--max-tools`` caps capstore's carried list (``Store.conversation(max_tools=...)``).
 
 Each turn's ``gold`` lists the tools it needs. Per turn, over the turns with gold tools:
 **recall**, the share of the gold tools that were offered to the model; **all**, the share of
@@ -114,6 +115,7 @@ def run_capstore(store: capstore.Store, convs: list[list[dict[str, Any]]], name:
         name,
         retrieval="hybrid (MiniLM)" if settings.get("embedder") else "lexical",
         learning=settings.get("learn", True),
+        limit=settings.get("max_tools"),
     )
     spent = 0.0
     for turns in convs:
@@ -167,7 +169,12 @@ def run_bigtool(
 
 
 def compare(
-    name: str, conversations_file: Path, catalog: Path | None, minilm: capstore.MiniLm, limit: int | None
+    name: str,
+    conversations_file: Path,
+    catalog: Path | None,
+    minilm: capstore.MiniLm,
+    limit: int | None,
+    max_tools: int | None = None,
 ) -> tuple[list[Score], dict[str, Any]]:
     def open_store() -> capstore.Store:
         return capstore.Store.from_catalog(catalog) if catalog else capstore.Store.bundled()
@@ -175,9 +182,9 @@ def compare(
     store = open_store()
     convs = conversations(conversations_file)
     # Cold: nothing learned, as `capstore eval --no-learning`.
-    lexical = run_capstore(store, convs, "capstore, lexical", learn=False)
+    lexical = run_capstore(store, convs, "capstore, lexical", learn=False, max_tools=max_tools)
     store.select("embed the tools now", embedder=minilm)  # outside the timed turns, as bigtool's put()
-    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm, learn=False)
+    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm, learn=False, max_tools=max_tools)
     # Learning as it goes from the calls the model could make (the turn's calls of tools it was
     # sent), each in a store of its own.
     learning = []
@@ -185,7 +192,9 @@ def compare(
         fresh = open_store()
         if settings:
             fresh.select("embed the tools now", embedder=minilm)
-        learning.append(run_capstore(fresh, convs, f"capstore, {retrieval}, learning as it goes", **settings))
+        learning.append(
+            run_capstore(fresh, convs, f"capstore, {retrieval}, learning as it goes", max_tools=max_tools, **settings)
+        )
     index = bigtool_store(store, minilm.embed, minilm.dimensions)
     same = limit or max(1, round(lexical.tools))
     scores = [
@@ -227,6 +236,7 @@ def main() -> None:
     parser.add_argument("--catalog", type=Path, help="its tools, a capstore catalog file (default: bundled)")
     parser.add_argument("--name", help="its name (default: the conversations file's stem)")
     parser.add_argument("--limit", type=int, help="bigtool's tools a query at equal tools (default: capstore's)")
+    parser.add_argument("--max-tools", type=int, help="capstore's carried list at most (Store.conversation's max_tools)")
     args = parser.parse_args()
     minilm = capstore.MiniLm(args.minilm)
     if args.conversations:
@@ -235,7 +245,7 @@ def main() -> None:
         sets = {name: SETS[name] for name in args.sets.split(",")}
     out = []
     for name, (conversations_file, catalog) in sets.items():
-        scores, about = compare(name, conversations_file, catalog, minilm, args.limit)
+        scores, about = compare(name, conversations_file, catalog, minilm, args.limit, args.max_tools)
         print(f"\n### {name}: {about['conversations']} conversations, {about['turns with gold']} turns with gold tools, {about['tools in the store']} tools\n")
         print(table(scores))
         out.append({**about, "scores": [{k: v for k, v in asdict(s).items() if k != "per_turn"} for s in scores]})
