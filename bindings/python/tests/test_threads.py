@@ -13,6 +13,8 @@ from fakes import EMAIL, FORECASTS, TOOLS, RecordingChatModel, call
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+import capstore
+from capstore._follow import Follower, chain_ids
 from capstore.langgraph import ThreadToolSelector
 
 AGENT = Path(__file__).resolve().parent / "threads_agent.py"
@@ -71,3 +73,27 @@ def test_state_is_small_and_json() -> None:
     assert set(state) == {"version", "conversation", "turn", "calls", "tools"}
     assert len(json.dumps(state)) < 4000
     assert selector.last_selection is not None and "forecast_revenue" in selector.last_selection.names
+
+
+def test_a_threads_turns_are_learned_once_whatever_the_calls_that_follow_them() -> None:
+    store = capstore.Store.from_tools(
+        [
+            {"name": "mail_login", "description": "Log in to the mail service with a user id", "source": "mail"},
+            {"name": "send_message", "description": "Send a message to a contact", "source": "mail"},
+        ]
+    )
+    follower = Follower(store, {})
+    raw: list[tuple[str | None, str, str]] = []
+    state = None
+    for turn in range(3):
+        # Each model call of the turn resumes the thread's state, as each LangGraph step does.
+        raw.append((f"u{turn}", "user", "send a message to Ana"))
+        state = follower.advance(state, chain_ids(raw)).state
+        raw += [(f"c{turn}a", "call", "mail_login"), (f"c{turn}b", "call", "send_message")]
+        state = follower.advance(state, chain_ids(raw)).state
+        state = follower.advance(state, chain_ids(raw)).state  # a step that saw nothing new
+    raw.append(("u3", "user", "thanks"))
+    follower.advance(state, chain_ids(raw))
+    later = store.conversation(learn=False).select("send a message to Bob")
+    login = {t.name: t for t in later}["mail/mail_login"]
+    assert "called before mail/send_message in 3 of its 3 turns" in login.reasons
