@@ -352,24 +352,29 @@ fn no_match_line(nothing_sent: bool) -> &'static str {
 /// `ListSize` with the policy fields its limits come from.
 fn size_line(size: &context::ListSize) -> String {
     match size {
-        context::ListSize::Tools { .. } => {
-            format!("{size} (max_turn_tools, or the message's share of it; max_tools)")
-        }
+        context::ListSize::Tools { .. } => format!(
+            "{size} (its own: max_turn_tools, plus message.max_tools when the history is read; \
+             the list: max_tools)"
+        ),
         context::ListSize::Request { .. } => format!("{size} (the policy's request settings)"),
     }
 }
 
-/// A near miss's reason; the turn's tool limit says where it comes from.
+/// A near miss's reason; the turn's tool limit says which policy field it is.
 fn drop_reason(reason: &context::DropReason, size: &context::ListSize) -> String {
     match (reason, size) {
-        (context::DropReason::MaxTools { .. }, context::ListSize::Tools { asks, .. }) => format!(
-            "{reason}: the limit on the tools a turn of {asks} ask{} adds (max_turn_tools, or \
-             the message's share of it)",
-            if *asks == 1 { "" } else { "s" }
-        ),
-        (context::DropReason::MaxTools { .. }, _) => {
-            format!("{reason}: the limit on the tools a turn adds (max_turn_tools)")
+        (context::DropReason::MaxTools { max }, context::ListSize::Tools { turn_tools, .. })
+            if max == turn_tools =>
+        {
+            format!(
+                "{reason}: the most a turn adds of its own (max_turn_tools, plus \
+                 message.max_tools when the history is read, within max_tools)"
+            )
         }
+        (context::DropReason::MaxTools { .. }, _) => format!(
+            "{reason}: the turn's search results at most (max_turn_tools, within max_tools; \
+             the message's own asks may add message.max_tools more)"
+        ),
         _ => reason.to_string(),
     }
 }
