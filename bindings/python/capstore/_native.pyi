@@ -152,8 +152,13 @@ class Selection:
     def dropped(self) -> list[tuple[str, str]]:
         """Near misses: ``(name, why it was not sent)``."""
     def explain(self) -> str:
-        """One line per tool: its exported name, the channel that brought it, and its
-        reasons."""
+        """One line per tool: its exported name, the channel that brought it, and its reasons
+        (each said once); then, when nothing matched, a line that says so; the list's size
+        and where its limits come from; and the near misses with why each was not sent."""
+    @property
+    def size(self) -> str:
+        """Why the list has its size: the message's asks and the limits that applied, with the
+        policy fields they come from."""
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[SelectedTool]: ...
     def __contains__(self, name: str) -> bool:
@@ -203,6 +208,16 @@ class Conversation:
         text, to keep it and resume it elsewhere with ``Conversation.restore``."""
     def restore(self, state: str) -> None:
         """Puts back a state ``to_json`` gave."""
+    def suspend(self) -> str:
+        """Hands the whole conversation over as JSON text: ``to_json``'s state and the turn
+        under way (the tools it sent and called so far, not yet counted into usage). This
+        object is left as a new conversation with nothing under way, so dropping it counts
+        nothing; ``resume`` on another (in another process, say) goes on where this one
+        stopped, and the turn is counted once, when it ends there. What
+        ``capstore.langgraph`` keeps in a thread's state."""
+    def resume(self, state: str) -> None:
+        """Goes on from a state ``suspend`` gave: the conversation and its turn under way
+        replace this one's (a turn under way here is dropped, not counted)."""
 
 @final
 class Store:

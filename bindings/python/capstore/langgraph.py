@@ -1,16 +1,26 @@
-"""capstore in LangGraph and LangChain agents.
+"""capstore in LangGraph and LangChain agents: each model call gets only the tools its turn needs.
 
-Two ways in, both over a ``capstore.Store`` of the agent's tools:
+Three ways in, all over a ``capstore.Store`` of the agent's tools:
 
-- ``ToolSelector``: a tool-selection step. Given a conversation's messages, it returns the
-  LangChain tools to bind for this turn (``llm.bind_tools(selector(state["messages"]))``),
-  chosen by a capstore ``Conversation``: the list is carried across turns, tools the model
-  called stay fresh, and each choice has reasons (``selector.last_selection``).
+- ``ThreadToolSelector``: per-thread selection for LangGraph graphs. The conversation's state
+  (what the selector needs to go on: earlier messages, tools used, the list carried across
+  turns, the turn under way) is kept in the graph's state under one key (``"capstore"``), so
+  the graph's checkpointer keeps it per thread (``config["configurable"]["thread_id"]``) and
+  across restarts: two threads taking turns never share tools. Use it in a node of your own
+  (``tools, update = selector.select(state)``), or in ``create_react_agent`` as its
+  ``pre_model_hook`` with ``selector.model(llm)`` as the model (see ``ThreadToolSelector``).
+  For LangChain 1.x's ``create_agent``, ``capstore.langchain.ToolSelectionMiddleware`` does the
+  same as a middleware.
+- ``ToolSelector``: the same selection kept in the Python object, for one conversation at a
+  time (no checkpointer, one user): ``llm.bind_tools(selector(state["messages"]))``.
 - ``bigtool_retriever``: the ``retrieve_tools_function`` of ``langgraph-bigtool``'s
   ``create_agent``: capstore's selection for the model's query, as registry ids.
 
 LangChain and LangGraph are imported only when these are used, so ``import capstore`` works
-without them (``pip install 'capstore[langgraph]'`` brings them).
+without them. The package is not on an index: from a clone,
+``pip install './bindings/python[langgraph]'`` brings the versions these were tested with
+(langgraph 1.0.1 with langgraph-prebuilt 1.0.1: ``langgraph-bigtool`` 0.0.3 fails with a newer
+langgraph-prebuilt).
 
 >>> from langchain_core.tools import tool
 >>> @tool
@@ -25,15 +35,27 @@ without them (``pip install 'capstore[langgraph]'`` brings them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired
 
+from ._follow import Event, Follower, chain_ids
 from ._native import MiniLm, Selection, Store
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.tools import BaseTool
 
-__all__ = ["ToolSelector", "bigtool_retriever", "store_from_tools", "tool_definition"]
+__all__ = [
+    "STATE_KEY",
+    "ThreadToolSelector",
+    "ToolSelector",
+    "bigtool_retriever",
+    "message_events",
+    "store_from_tools",
+    "tool_definition",
+]
+
+STATE_KEY = "capstore"
+"""The graph-state key ``ThreadToolSelector`` keeps a thread's conversation under."""
 
 
 def tool_definition(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
@@ -82,6 +104,9 @@ class ToolSelector:
     agent's further model calls within the same turn get the same tools. Give it the whole
     message list each time (a LangGraph state's ``messages``); one selector follows one
     conversation, and a shorter list than it has seen starts a new one (``reset()`` does too).
+    A graph with several threads (a checkpointer, several users) needs ``ThreadToolSelector``,
+    which keeps each thread's conversation in the thread's state: this one would carry one
+    thread's tools into another's turns.
 
     ``tools`` are the LangChain tools (or plain functions) the agent can run, each found in
     the store by its name; or a mapping of store names (qualified or exported) to them, for a
@@ -145,6 +170,154 @@ class ToolSelector:
                         self.conversation.record_tool_use(call["name"])
         self._seen = len(messages)
         return list(self._selected)
+
+
+def message_events(messages: Sequence[Any]) -> list[Event]:
+    """A LangChain message list as the events a conversation follows: each human message's
+    text, each tool call of an AI message (by the tool's name); ids from the messages' and
+    calls' own ids where they have them."""
+    from langchain_core.messages import AIMessage, HumanMessage, convert_to_messages
+
+    raw: list[tuple[str | None, str, str]] = []
+    for message in convert_to_messages(messages):
+        if isinstance(message, HumanMessage):
+            raw.append((message.id, "user", _text(message)))
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                raw.append((call.get("id"), "call", call["name"]))
+    return chain_ids(raw)
+
+
+def _runnables(
+    tools: Sequence[BaseTool | Callable[..., Any]] | Mapping[str, BaseTool | Callable[..., Any]],
+    store: Store | None,
+) -> tuple[Store, dict[str, BaseTool]]:
+    """The store (given, or made of ``tools``) and the tools as LangChain tools by their
+    qualified names in it."""
+    from langchain_core.tools import BaseTool, StructuredTool
+
+    named = dict(tools) if isinstance(tools, Mapping) else {_tool_name(t): t for t in tools}
+    store = store if store is not None else store_from_tools(named.values())
+    runnable = {}
+    for name, tool in named.items():
+        runnable[store.resolve(name)] = tool if isinstance(tool, BaseTool) else StructuredTool.from_function(tool)
+    return store, runnable
+
+
+class ThreadToolSelector:
+    """Tool selection whose conversation lives in the LangGraph thread's state.
+
+    ``select(state)`` reads the state's ``messages`` and its ``"capstore"`` entry (what the last
+    call of the same thread left), and returns the LangChain tools for this model call with the
+    state update to return from the node: ``{"capstore": {...}}``, a small JSON-serializable
+    dict (the conversation's state, the turn's user message and calls seen, the turn's tools).
+    A graph whose state has that key (``CapstoreState``, or ``capstore: NotRequired[dict]`` in
+    your own) and a checkpointer keeps it per thread; a process that starts again over the same
+    checkpoints goes on where each thread stopped. The selector itself holds no conversation:
+    one serves every thread.
+
+    In a graph of your own::
+
+        selector = ThreadToolSelector(tools)
+        def agent(state: CapstoreState):
+            tools, update = selector.select(state)
+            return {"messages": [llm.bind_tools(tools).invoke(state["messages"])], **update}
+
+    In ``langgraph.prebuilt.create_react_agent``: the selector is the ``pre_model_hook`` (it
+    returns the update) and ``selector.model(llm)`` the model (it binds the tools the hook
+    chose); the state schema needs the key::
+
+        agent = create_react_agent(selector.model(llm), tools, pre_model_hook=selector,
+                                   state_schema=selector.agent_state(), checkpointer=saver)
+
+    A new user message selects (read with the thread's conversation so far); the model's tool
+    calls are recorded; further model calls of the same turn get the same tools. When nothing
+    matches, the turn gets no tools (or the policy's ``on_no_match``): ``last_selection``
+    says so (``no_match``, ``explain()``). ``tools`` and ``store`` are ``ToolSelector``'s; the
+    other settings are ``Store.conversation``'s. With ``learn`` (the default) each turn's calls
+    are counted into the store's usage when the thread's next turn starts.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]] | Mapping[str, BaseTool | Callable[..., Any]],
+        *,
+        store: Store | None = None,
+        key: str = STATE_KEY,
+        max_tools: int | None = None,
+        embedder: MiniLm | None = None,
+        lexical_weight: float | None = None,
+        policy: Mapping[str, Any] | None = None,
+        learn: bool = True,
+    ) -> None:
+        self.store, self._tools = _runnables(tools, store)
+        self.key = key
+        settings = {"max_tools": max_tools, "embedder": embedder, "lexical_weight": lexical_weight}
+        settings["policy"] = dict(policy) if policy is not None else None
+        self._follower = Follower(self.store, settings, learn=learn)
+        self.last_selection: Selection | None = None
+        """The selection of the last call that made one (any thread's): for ``explain()``."""
+
+    def select(self, state: Mapping[str, Any]) -> tuple[list[BaseTool], dict[str, Any]]:
+        """The tools for this model call of the thread whose state is ``state``, and the state
+        update that keeps the thread's conversation (``{key: ...}``)."""
+        step = self._follower.advance(state.get(self.key), message_events(state["messages"]))
+        if step.selection is not None:
+            self.last_selection = step.selection
+        return self._chosen(step.names), {self.key: step.state}
+
+    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The state update alone: the selector as a node or ``create_react_agent``'s
+        ``pre_model_hook``."""
+        return self.select(state)[1]
+
+    def tools_for(self, state: Mapping[str, Any]) -> list[BaseTool]:
+        """The tools the thread's turn was given, as kept in ``state`` (no new selection): what
+        a model bound after the hook ran gets."""
+        saved = state.get(self.key) or {}
+        return self._chosen(saved.get("tools", ()))
+
+    def model(self, llm: Any) -> Callable[[Any, Any], Any]:
+        """``create_react_agent``'s dynamic model: ``llm`` bound, each call, to the tools the
+        ``pre_model_hook`` (this selector) chose for the thread."""
+
+        def bound(state: Any, runtime: Any = None) -> Any:
+            return llm.bind_tools(self.tools_for(state))
+
+        return bound
+
+    def agent_state(self) -> type:
+        """``create_react_agent``'s ``AgentState`` with the ``"capstore"`` key: its
+        ``state_schema`` (a selector with another ``key`` declares its own)."""
+        if self.key != STATE_KEY:
+            raise ValueError(f"agent_state() has the key {STATE_KEY!r}; declare {self.key!r} in a state schema of yours")
+        from langgraph.prebuilt.chat_agent_executor import AgentState
+
+        class CapstoreAgentState(AgentState):
+            """``create_react_agent``'s state and the thread's capstore conversation."""
+
+            capstore: NotRequired[dict[str, Any]]
+
+        return CapstoreAgentState
+
+    def _chosen(self, names: Iterable[str]) -> list[BaseTool]:
+        return [self._tools[name] for name in names if name in self._tools]
+
+
+def __getattr__(name: str) -> Any:
+    """``CapstoreState``: LangGraph's ``MessagesState`` with the ``"capstore"`` key, made when
+    first asked for (LangGraph is imported only then)."""
+    if name == "CapstoreState":
+        from langgraph.graph import MessagesState
+
+        class CapstoreState(MessagesState):
+            """``MessagesState`` and the thread's capstore conversation (``ThreadToolSelector``)."""
+
+            capstore: NotRequired[dict[str, Any]]
+
+        globals()["CapstoreState"] = CapstoreState
+        return CapstoreState
+    raise AttributeError(name)
 
 
 def bigtool_retriever(

@@ -7,9 +7,14 @@
 //! - `select_definitions`: the same and the definitions (`ToolExport::selection_json`, the
 //!   export computed once per version as the binding caches it), what
 //!   `Store.select(message).definitions` asks of the library;
-//! - `conversation`, `conversation_definitions`: the same per turn of each conversation run
-//!   through a `Conversation` (next turn, select, record the selection), what
-//!   `Conversation.select(message)` runs.
+//! - `conversation`, `conversation_definitions`: the same per turn of each conversation, as
+//!   `store.conversation(learn=False).select(message)` runs it: the turn before ended (its
+//!   usage dropped), a snapshot, `Conversation::next_turn`, `select`, `record_selection`, the
+//!   tools sent recorded (`UsageRecorder::sent`), the export names (`ToolExport::cached`);
+//! - `learning`, `learning_definitions`: the same with learning on, as
+//!   `store.conversation().select(message)` runs it: the turn before queued
+//!   (`UsageQueue::push`, which writes a batch when one fills), the queue flushed when a
+//!   conversation ends (untimed, as Python's when the conversation is dropped).
 //!
 //! Prints one JSON object: each mode's median call, in microseconds, over `ROUNDS` rounds.
 //!
@@ -18,10 +23,13 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use capstore::Store;
 use capstore::catalog::Catalog;
 use capstore::context::{ContextBuilder, Conversation, SelectionPolicy, Turn};
 use capstore::provider::{Provider, ToolExport};
+use capstore::usage::{UsageQueue, UsageRecorder};
 use serde_json::Value;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,7 +50,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let export = ToolExport::for_snapshot(&snapshot)?;
 
     let messages: Vec<&str> = conversations.iter().flatten().map(String::as_str).collect();
-    let mut times: [Vec<f64>; 4] = Default::default();
+    let queue = UsageQueue::new(store.clone());
+    let mut cache: Option<Arc<ToolExport>> = None;
+    let mut times: [Vec<f64>; 6] = Default::default();
     for _ in 0..rounds {
         for (mode, definitions) in [(0, false), (1, true)] {
             for message in &messages {
@@ -55,19 +65,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 times[mode].push(started.elapsed().as_secs_f64());
             }
         }
-        for (mode, definitions) in [(2, false), (3, true)] {
+        for (mode, definitions, learn) in [
+            (2, false, false),
+            (3, true, false),
+            (4, false, true),
+            (5, true, true),
+        ] {
             for conversation in &conversations {
                 let mut state = Conversation::new();
+                let recorder = UsageRecorder::new();
                 for message in conversation {
                     let started = Instant::now();
-                    let turn = state.next_turn(message.as_str());
-                    let selection = builder.select(&snapshot, &turn)?;
+                    let turn = recorder.finish_turn();
+                    if learn {
+                        queue.push(turn)?;
+                    }
+                    let snapshot = store.snapshot();
+                    let next = state.next_turn(message.as_str());
+                    let selection = builder.select(&snapshot, &next)?;
                     state.record_selection(&selection);
+                    recorder.sent(selection.offered());
+                    let export = ToolExport::cached(&mut cache, &snapshot)?;
                     if definitions {
                         black_box(export.selection_json(Provider::OpenAiChat, &selection));
                     }
                     black_box(selection);
                     times[mode].push(started.elapsed().as_secs_f64());
+                }
+                if learn {
+                    queue.push(recorder.finish_turn())?;
+                    queue.flush()?;
                 }
             }
         }
@@ -77,6 +104,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         select_definitions,
         conversation,
         conversation_definitions,
+        learning,
+        learning_definitions,
     ] = &mut times;
     println!(
         "{}",
@@ -87,6 +116,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "select_definitions_us": median(select_definitions) * 1e6,
             "conversation_us": median(conversation) * 1e6,
             "conversation_definitions_us": median(conversation_definitions) * 1e6,
+            "learning_us": median(learning) * 1e6,
+            "learning_definitions_us": median(learning_definitions) * 1e6,
         })
     );
     Ok(())

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use capstore::context;
 use capstore::provider::Provider;
-use capstore::usage::UsageRecorder;
+use capstore::usage::{TurnUse, UsageRecorder};
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -149,6 +149,49 @@ impl Conversation {
         let restored: context::Conversation = serde_json::from_str(state)
             .map_err(|e| errors::CapstoreError::new_err(format!("conversation state: {e}")))?;
         *lock(&self.state) = restored;
+        Ok(())
+    }
+
+    /// Hands the whole conversation over as JSON text: `to_json`'s state and the turn under
+    /// way (the tools it sent and called so far, not yet counted into usage). This object is
+    /// left as a new conversation with nothing under way, so dropping it counts nothing;
+    /// `resume` on another (in another process, say) goes on where this one stopped, and the
+    /// turn is counted once, when it ends there. What `capstore.langgraph` keeps in a thread's
+    /// state.
+    fn suspend(&self) -> PyResult<String> {
+        let mut state = lock(&self.state);
+        let turn = self.usage.finish_turn();
+        // Dropping what `finish_turn` left (the turn's calls as the next one's `previous`).
+        let _ = self.usage.finish_turn();
+        let taken = std::mem::take(&mut *state);
+        serde_json::to_string(&serde_json::json!({ "conversation": taken, "turn": turn }))
+            .map_err(|e| errors::CapstoreError::new_err(e.to_string()))
+    }
+
+    /// Goes on from a state `suspend` gave: the conversation and its turn under way replace
+    /// this one's (a turn under way here is dropped, not counted).
+    fn resume(&self, state: &str) -> PyResult<()> {
+        let bad = |e: serde_json::Error| {
+            errors::CapstoreError::new_err(format!("conversation state: {e}"))
+        };
+        let mut value: serde_json::Value = serde_json::from_str(state).map_err(bad)?;
+        let mut part = |key: &str| value.get_mut(key).map(serde_json::Value::take);
+        let conversation: context::Conversation =
+            serde_json::from_value(part("conversation").unwrap_or_default()).map_err(bad)?;
+        let turn: TurnUse =
+            serde_json::from_value(part("turn").unwrap_or_default()).map_err(bad)?;
+        let mut state = lock(&self.state);
+        // The recorder takes no turn whole: its `previous` is what a finished turn called.
+        let _ = self.usage.finish_turn();
+        for tool in &turn.previous {
+            self.usage.called(tool);
+        }
+        let _ = self.usage.finish_turn();
+        self.usage.sent(&turn.sent);
+        for tool in &turn.called {
+            self.usage.called(tool);
+        }
+        *state = conversation;
         Ok(())
     }
 

@@ -102,7 +102,7 @@ impl Selection {
                             name: tool.key.to_string(),
                             export_name: self.made.export_name(tool),
                             definition: definition.clone_ref(py),
-                            reasons: tool.reasons.iter().map(ToString::to_string).collect(),
+                            reasons: unique_reasons(tool),
                             channel: tool.channel.to_string(),
                             channel_kind: channel_kind(&tool.channel).to_string(),
                             rank: tool.rank,
@@ -189,27 +189,54 @@ impl Selection {
             .selection
             .dropped
             .iter()
-            .map(|d| (d.key.to_string(), d.reason.to_string()))
+            .map(|d| {
+                // Its Display names the policy fields a limit comes from.
+                (d.key.to_string(), d.reason.to_string())
+            })
             .collect()
     }
 
-    /// One line per tool: its exported name, the channel that brought it, and its reasons.
+    /// One line per tool: its exported name, the channel that brought it, and its reasons
+    /// (each said once); then, when nothing matched, a line that says so; the list's size and
+    /// where its limits come from; and the near misses with why each was not sent.
     fn explain(&self) -> String {
-        self.made
-            .selection
+        let selection = &self.made.selection;
+        let mut lines: Vec<String> = selection
             .tools
             .iter()
             .map(|tool| {
-                let reasons: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
                 format!(
                     "{:<32} {}: {}",
                     self.made.export_name(tool),
                     tool.channel,
-                    reasons.join("; ")
+                    unique_reasons(tool).join("; ")
                 )
             })
-            .collect::<Vec<_>>()
-            .join("\n")
+            .collect();
+        let fallback = selection
+            .tools
+            .iter()
+            .any(|tool| tool.reasons.contains(&context::Reason::Fallback));
+        if selection.no_match && !fallback {
+            lines.push(no_match_line(selection.tools.is_empty()).to_string());
+        } else if selection.tools.is_empty() {
+            lines.push(
+                "no tool sent: every candidate was dropped (the near misses below say why)"
+                    .to_string(),
+            );
+        }
+        lines.push(format!("list size: {}", size_line(&selection.size)));
+        for dropped in &selection.dropped {
+            lines.push(format!("not sent: {} ({})", dropped.key, dropped.reason));
+        }
+        lines.join("\n")
+    }
+
+    /// Why the list has its size: the message's asks and the limits that applied, with the
+    /// policy fields they come from.
+    #[getter]
+    fn size(&self) -> String {
+        size_line(&self.made.selection.size)
     }
 
     /// How many tools were selected.
@@ -293,3 +320,41 @@ fn channel_kind(channel: &context::Channel) -> &'static str {
         context::Channel::All => "all",
     }
 }
+
+/// A tool's reasons as sentences, each once, strongest first (two channels may give the same
+/// reason: "BM25 4.16" for the message alone and with its asks).
+fn unique_reasons(tool: &context::SelectedTool) -> Vec<String> {
+    let mut reasons: Vec<String> = Vec::with_capacity(tool.reasons.len());
+    for reason in &tool.reasons {
+        let text = reason.to_string();
+        if !reasons.contains(&text) {
+            reasons.push(text);
+        }
+    }
+    reasons
+}
+
+/// What `explain` says when nothing in the store matched the message.
+fn no_match_line(nothing_sent: bool) -> &'static str {
+    if nothing_sent {
+        "nothing matched: no tool or skill shares a term with the message, so no tool is sent \
+         (the policy's on_no_match is \"pinned_only\" and nothing is pinned); answer without \
+         tools, ask the user to say more, pin a fallback or search tool (policy \
+         {\"pinned_tools\": [...]}), or send every tool ({\"on_no_match\": \"all\"})"
+    } else {
+        "nothing matched: no tool or skill shares a term with the message; sent only what is \
+         pinned or kept from earlier turns (the policy's on_no_match)"
+    }
+}
+
+/// `ListSize` with the policy fields its limits come from.
+fn size_line(size: &context::ListSize) -> String {
+    match size {
+        context::ListSize::Tools { .. } => format!(
+            "{size} (its own: max_turn_tools, plus message.max_tools when the history is read; \
+             the list: max_tools)"
+        ),
+        context::ListSize::Request { .. } => format!("{size} (the policy's request settings)"),
+    }
+}
+

@@ -128,3 +128,41 @@ def test_a_conversation_opened_without_learning_teaches_nothing() -> None:
         conversation.record_tool_use("send_message")
     conversation.finish()
     assert "mail/mail_login" not in store.conversation().select("send a message to Bob").names
+
+
+def test_suspend_and_resume_hand_the_conversation_over(bundled: capstore.Store) -> None:
+    messages = ["open a pull request for my branch", "and request a review from Ana", "ok, merge it"]
+    straight = bundled.conversation(learn=False)
+    expected = [straight.select(m).names for m in messages]
+    first = bundled.conversation(learn=False)
+    first.select(messages[0])
+    first.record_tool_use("github/create_pull_request")
+    state = first.suspend()
+    assert '"turn"' in state and "github/create_pull_request" in state  # the turn under way
+    # The suspended object is a new conversation: nothing carried.
+    assert first.select(messages[2]).names != expected[2]
+    second = bundled.conversation(learn=False)
+    second.resume(state)
+    assert second.select(messages[1]).names[: len(expected[0])] == expected[0]
+    with pytest.raises(capstore.CapstoreError, match="conversation state"):
+        second.resume('{"turn": {"called": []}}')
+
+
+def test_explain_says_each_reason_once_and_when_nothing_matched(bundled: capstore.Store) -> None:
+    for message in [
+        "book a flight to Lisbon and email the itinerary to Ana",
+        "create a calendar event for Friday, then send a Slack message to the team",
+    ]:
+        for tool in bundled.select(message):
+            assert len(set(tool.reasons)) == len(tool.reasons), tool
+        explained = bundled.select(message).explain()
+        assert "list size: " in explained and "max_turn_tools" in explained
+    store = capstore.Store.from_tools(
+        [{"type": "function", "function": {"name": "get_forecast", "description": "Weather forecast for a city."}}]
+    )
+    nothing = store.select("hello there!")
+    assert nothing.no_match and len(nothing) == 0
+    assert "nothing matched" in nothing.explain() and "on_no_match" in nothing.explain()
+    assert "max_turn_tools" in nothing.size
+    capped = bundled.select("book a flight and a hotel in Lisbon and rent a car", max_tools=2)
+    assert any(why.startswith("over the turn's limit of 2 tools (") and "max_turn_tools" in why for _, why in capped.dropped)
