@@ -234,6 +234,16 @@ fn events_serialize_with_a_type_tag() {
             },
             json!({ "type": "catalog_changed", "version": 2, "changes": 3 }),
         ),
+        (
+            Event::GatewayCall {
+                client: "ci".into(),
+                call_id: "c".into(),
+                tool: "fs/write".into(),
+                outcome: "refused".into(),
+            },
+            json!({ "type": "gateway_call", "client": "ci", "call_id": "c", "tool": "fs/write",
+                    "outcome": "refused" }),
+        ),
     ];
     for (event, expected) in cases {
         assert_eq!(serde_json::to_value(&event).expect("serialize"), expected);

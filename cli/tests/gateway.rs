@@ -408,6 +408,37 @@ fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Who called what, and how it ended: each call's audit event, counted in /metrics.
+    let metrics = scrape(&gateway);
+    for (series, at_least) in [
+        (
+            r#"capstore_gateway_client_calls_total{client="timekeeper",outcome="refused"}"#,
+            1.0,
+        ),
+        (
+            r#"capstore_gateway_client_calls_total{client="timekeeper",outcome="ok"}"#,
+            1.0,
+        ),
+        (
+            r#"capstore_gateway_client_calls_total{client="echoer",outcome="ok"}"#,
+            2.0,
+        ),
+        (
+            r#"capstore_gateway_client_calls_total{client="echoer",outcome="refused"}"#,
+            2.0,
+        ),
+        (
+            r#"capstore_gateway_refused_calls_total{reason="out_of_scope"}"#,
+            3.0,
+        ),
+    ] {
+        let value: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} in\n{metrics}"));
+        assert!(value >= at_least, "{series} {value}");
+    }
     assert!(clients(&["revoke", "echoer"]).contains("revoked echoer"));
     let out = python(&["revoked", &echoer]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -418,6 +449,31 @@ fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
     );
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `GET /metrics` of a gateway over HTTP, with the page's token as the bearer.
+fn scrape(gateway: &HttpGateway) -> String {
+    use std::io::{Read, Write};
+    let token = gateway
+        .page
+        .split_once("token=")
+        .map(|(_, t)| t)
+        .expect("token");
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", gateway.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n",
+        gateway.port
+    )
+    .expect("send");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read");
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    reply.replace("\r\n", "\n")
 }
 
 /// The gateway learns from the calls it forwards: a session's run of calls is a turn (a search

@@ -135,6 +135,20 @@ pub enum Event {
         /// How many records the commit inserted, updated or deleted (all tables).
         changes: usize,
     },
+    /// A client of the gateway (over HTTP, named by its token: `gateway::Clients`) called a
+    /// tool: who called what, and how it ended. After the call's own events, if it ran. Its
+    /// arguments are not told.
+    GatewayCall {
+        /// The client's name.
+        client: String,
+        /// The call's id.
+        call_id: String,
+        /// The tool, as the client named it.
+        tool: String,
+        /// `ok`; `error` (the call failed, or the server said it did); `refused` (held, unknown,
+        /// or outside the client's scope: never run).
+        outcome: String,
+    },
 }
 
 impl Event {
@@ -157,6 +171,7 @@ impl Event {
             Event::ToolCallRejected { .. } => "tool_call_rejected",
             Event::TurnFinished { .. } => "turn_finished",
             Event::CatalogChanged { .. } => "catalog_changed",
+            Event::GatewayCall { .. } => "gateway_call",
         }
     }
 
@@ -177,7 +192,8 @@ impl Event {
             | Event::HookDenied { call_id, .. }
             | Event::ToolCallPending { call_id, .. }
             | Event::ToolCallApproved { call_id, .. }
-            | Event::ToolCallRejected { call_id, .. } => Some(call_id),
+            | Event::ToolCallRejected { call_id, .. }
+            | Event::GatewayCall { call_id, .. } => Some(call_id),
             _ => None,
         }
     }

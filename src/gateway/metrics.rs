@@ -7,7 +7,8 @@
 //! |---|---|---|
 //! | `capstore_gateway_calls_total` | counter: calls the executor finished | `server`, `tool`, `outcome` (`ok`, `error`) |
 //! | `capstore_gateway_call_duration_seconds` | histogram: a call's time, hooks included | `server` |
-//! | `capstore_gateway_refused_calls_total` | counter: calls answered without running (held tool, unknown tool) | `reason` |
+//! | `capstore_gateway_refused_calls_total` | counter: calls answered without running (held tool, unknown tool, outside a client's scope) | `reason` |
+//! | `capstore_gateway_client_calls_total` | counter: calls by a client over HTTP ([`Clients`](super::Clients)) | `client`, `outcome` (`ok`, `error`, `refused`) |
 //! | `capstore_gateway_searches_total` | counter: `search_tools` answers | |
 //! | `capstore_gateway_search_results` | histogram: tools in a `search_tools` answer | |
 //! | `capstore_gateway_tools` | gauge: tools in the store | |
@@ -57,6 +58,7 @@ pub(super) struct Metrics {
     calls: Family<Labels, Counter>,
     durations: Family<Labels, Histogram>,
     refused: Family<Labels, Counter>,
+    clients: Family<Labels, Counter>,
     searches: Counter,
     results: Histogram,
     tools: Gauge,
@@ -104,6 +106,12 @@ impl Metrics {
             "Calls answered without running: a held tool, an unknown one",
             refused.clone(),
         );
+        let clients = Family::<Labels, Counter>::default();
+        registry.register(
+            "client_calls",
+            "Calls by a client over HTTP, by how they ended",
+            clients.clone(),
+        );
         let searches = Counter::default();
         registry.register("searches", "search_tools answers", searches.clone());
         let results = Histogram::new([0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
@@ -138,6 +146,7 @@ impl Metrics {
             calls,
             durations,
             refused,
+            clients,
             searches,
             results,
             tools,
@@ -147,10 +156,11 @@ impl Metrics {
             running,
             _subscription: None,
         };
-        let (calls, durations, running) = (
+        let (calls, durations, running, clients) = (
             metrics.calls.clone(),
             metrics.durations.clone(),
             Arc::clone(&metrics.running),
+            metrics.clients.clone(),
         );
         metrics._subscription = Some(bus.subscribe(move |event| match event {
             Event::ToolCallStarted { call_id, tool } => {
@@ -163,6 +173,16 @@ impl Metrics {
             }
             Event::ToolCallFailed { call_id, tool, .. } => {
                 end(&calls, &durations, &running, call_id, tool, "error");
+            }
+            Event::GatewayCall {
+                client, outcome, ..
+            } => {
+                clients
+                    .get_or_create(&vec![
+                        ("client", client.clone()),
+                        ("outcome", outcome.clone()),
+                    ])
+                    .inc();
             }
             _ => {}
         }));
@@ -279,6 +299,12 @@ mod tests {
         }
         metrics.searched(5);
         metrics.refused("held");
+        bus.emit(&Event::GatewayCall {
+            client: "ci".into(),
+            call_id: "4".into(),
+            tool: "fs/write".into(),
+            outcome: "refused".into(),
+        });
         let store = Store::new();
         let text = metrics.render(&Now {
             hub: None,
@@ -290,6 +316,7 @@ mod tests {
             r#"capstore_gateway_calls_total{server="t",tool="t/now",outcome="ok"} 1"#,
             r#"capstore_gateway_call_duration_seconds_count{server="fs"} 2"#,
             r#"capstore_gateway_refused_calls_total{reason="held"} 1"#,
+            r#"capstore_gateway_client_calls_total{client="ci",outcome="refused"} 1"#,
             "capstore_gateway_searches_total 1",
             "capstore_gateway_search_results_sum 5.0",
             "capstore_gateway_tools 0",

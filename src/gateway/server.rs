@@ -13,11 +13,12 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn, catalog_outline};
+use crate::events::{Event, EventBus};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
 use crate::usage::{TurnUse, UsageQueue, UsageRecorder};
-use crate::{EventBus, ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
+use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
@@ -541,6 +542,8 @@ impl Gateway {
     }
 
     /// Runs the tool `key` with `args` through the executor; cancelled if the client cancels.
+    /// [`Self::run_once`], then, for a client's call, its audit event
+    /// ([`Event::GatewayCall`]: who, what, how it ended) on the gateway's bus.
     async fn run(
         &self,
         name: &str,
@@ -548,13 +551,48 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
         client: Option<&Client>,
     ) -> Result<CallToolResult, ErrorData> {
+        let mut refused = None;
+        let result = self
+            .run_once(name, args, context, client, &mut refused)
+            .await;
+        if let Some(client) = client {
+            let outcome = match (&result, refused) {
+                (_, Some(_)) => "refused",
+                (Ok(answer), None) if answer.is_error != Some(true) => "ok",
+                _ => "error",
+            };
+            self.shared.events.emit(&Event::GatewayCall {
+                client: client.name.to_string(),
+                call_id: context.id.to_string(),
+                tool: name.to_string(),
+                outcome: outcome.to_string(),
+            });
+        }
+        result
+    }
+
+    /// Runs the tool the model knows as `name` with `args`, through the executor, unless it is
+    /// held, unknown or outside `client`'s scope (then `refused` says which); cancelled if the
+    /// client cancels.
+    async fn run_once(
+        &self,
+        name: &str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+        client: Option<&Client>,
+        refused: &mut Option<&'static str>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut refuse = |reason: &'static str| {
+            self.shared.metrics.refused(reason);
+            *refused = Some(reason);
+        };
         let mut snap = self.shared.store.snapshot();
         let mut export = self
             .export(&snap)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if resolve(&snap, &export, name).is_none() {
             if let Some(answer) = self.held(name) {
-                self.shared.metrics.refused("held");
+                refuse("held");
                 return Ok(answer);
             }
             // Not held (any more: an approval may just have been imported): look again.
@@ -564,7 +602,7 @@ impl Gateway {
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         }
         let Some(key) = resolve(&snap, &export, name) else {
-            self.shared.metrics.refused("unknown_tool");
+            refuse("unknown_tool");
             return Err(self.unknown_tool(name));
         };
         let tool = snap
@@ -572,12 +610,12 @@ impl Gateway {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tool `{name}`"), None))?;
         if let Verdict::Quarantined(reason) = self.verdict(tool) {
-            self.shared.metrics.refused("held");
+            refuse("held");
             return Ok(self.quarantined(&key, &reason.to_string()));
         }
         // Outside the client's scope: refused here, never forwarded.
         if let (Some(client), Err(why)) = (client, in_scope(client, &key, tool)) {
-            self.shared.metrics.refused("out_of_scope");
+            refuse("out_of_scope");
             return Ok(error_result(format!(
                 "client `{}` may not call `{key}`: {why}",
                 client.name

@@ -357,4 +357,3 @@ fn size_line(size: &context::ListSize) -> String {
         context::ListSize::Request { .. } => format!("{size} (the policy's request settings)"),
     }
 }
-
