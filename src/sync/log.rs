@@ -4,8 +4,8 @@
 //! - `head (id = 1, version)`: the latest version. A writer locks this row (`FOR UPDATE`), so
 //!   writers on every replica are ordered by PostgreSQL, one at a time, and the versions are
 //!   consecutive.
-//! - `log (version, changes, written_at)`: one row per write, its change set (or a turn's
-//!   usage evidence) as JSON text (see `wire`), committed with the head in one transaction
+//! - `log (version, changes, written_at)`: one row per write, its change set (or usage
+//!   evidence: one turn's, or a usage queue's batch) as JSON text (see `wire`), committed with the head in one transaction
 //!   that also `NOTIFY`s followers.
 //! - `snapshot (id = 1, version, tables)`: the shared tables (and trust state, usage rows) at
 //!   `version`, written by compaction, which then deletes the log rows it folded in.
@@ -14,6 +14,10 @@
 //!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction
 //!   that appends the same change to the log under the head's lock: it is the state the log
 //!   folds to, kept so that a trust decision reads it in that transaction.
+//! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), how many of its turns the
+//!   log holds, moved in the transaction that appends them (under the head's lock), so that a
+//!   batch sent again after a lost acknowledgement is not counted twice. One row per queue
+//!   ever opened (a gateway's start), a few dozen bytes.
 
 use std::future::Future;
 use std::time::Duration;
@@ -131,7 +135,10 @@ pub(crate) async fn ensure_schema(
              replica text NOT NULL, event text NOT NULL);
          CREATE TABLE IF NOT EXISTS {ns}.trust (
              server text NOT NULL, tool text NOT NULL, record text NOT NULL,
-             PRIMARY KEY (server, tool));"
+             PRIMARY KEY (server, tool));
+         CREATE TABLE IF NOT EXISTS {ns}.usage_sent (
+             sender text PRIMARY KEY, seq bigint NOT NULL,
+             at timestamptz NOT NULL DEFAULT now());"
     );
     timed(t, "creating the log's tables", tx.batch_execute(&sql)).await?;
     timed(t, "committing the schema set-up", tx.commit()).await
@@ -221,6 +228,50 @@ pub(crate) async fn append_locked(
     )
     .await?;
     Ok(version)
+}
+
+/// In a transaction holding the head's lock: how many of `sender`'s turns the log holds (0 for
+/// a sender never seen).
+pub(crate) async fn usage_sent(
+    tx: &tokio_postgres::Transaction<'_>,
+    options: &SyncOptions,
+    sender: &str,
+) -> Result<u64, SyncError> {
+    let ns = &options.namespace;
+    let row = timed(
+        options.query_timeout,
+        "reading the usage sent",
+        tx.query_opt(
+            &format!("SELECT seq FROM {ns}.usage_sent WHERE sender = $1"),
+            &[&sender],
+        ),
+    )
+    .await?;
+    Ok(row.map_or(0, |row| to_version(row.get::<_, i64>(0))))
+}
+
+/// In a transaction holding the head's lock: records that the log holds `sender`'s turns up to
+/// `seq`.
+pub(crate) async fn set_usage_sent(
+    tx: &tokio_postgres::Transaction<'_>,
+    options: &SyncOptions,
+    sender: &str,
+    seq: u64,
+) -> Result<(), SyncError> {
+    let ns = &options.namespace;
+    timed(
+        options.query_timeout,
+        "recording the usage sent",
+        tx.execute(
+            &format!(
+                "INSERT INTO {ns}.usage_sent (sender, seq) VALUES ($1, $2)
+                 ON CONFLICT (sender) DO UPDATE SET seq = EXCLUDED.seq, at = now()"
+            ),
+            &[&sender, &to_sql(seq)],
+        ),
+    )
+    .await?;
+    Ok(())
 }
 
 /// The latest version.
