@@ -640,7 +640,16 @@ async fn catch_up(inner: &Inner, client: &impl GenericClient) -> Result<(), Sync
         match rows.first() {
             Some((first, _)) if *first == applied + 1 => {
                 let full = rows.len() as i64 == log::TAIL_PAGE;
-                let last = apply_rows(inner, applied, rows)?;
+                // On a blocking thread: a page of large entries (a usage batch of a thousand
+                // turns) is milliseconds of work, which would hold a runtime worker that the
+                // gateway's requests and the replica's own writes need.
+                let (store, tables) = (inner.store.clone(), inner.tables);
+                let last =
+                    tokio::task::spawn_blocking(move || apply_rows(&store, &tables, applied, rows))
+                        .await
+                        .map_err(|e| SyncError::Worker {
+                            reason: format!("applying the log after version {applied}: {e}"),
+                        })??;
                 note_latest(inner, last);
                 stuck = 0;
                 if !full {
@@ -674,14 +683,17 @@ async fn catch_up(inner: &Inner, client: &impl GenericClient) -> Result<(), Sync
 
 /// Applies consecutive rows after `applied`, each in its own store transaction; returns the last
 /// version applied.
-fn apply_rows(inner: &Inner, mut applied: u64, rows: Vec<(u64, String)>) -> Result<u64, SyncError> {
+fn apply_rows(
+    store: &Store,
+    tables: &SyncTables,
+    mut applied: u64,
+    rows: Vec<(u64, String)>,
+) -> Result<u64, SyncError> {
     for (version, body) in rows {
         if version != applied + 1 {
             break;
         }
-        inner
-            .store
-            .write(|tx| wire::apply_entry(tx, &inner.tables, version, &body))?;
+        store.write(|tx| wire::apply_entry(tx, tables, version, &body))?;
         applied = version;
     }
     Ok(applied)
