@@ -1,8 +1,8 @@
 //! Usage through the log in batches (`capstore::sync::ReplicaUsageQueue`), against a real
 //! PostgreSQL (`scripts/postgres.sh run`): two replicas, A connected directly and B through a
-//! TCP proxy this test cuts (a dropped network) or makes lose the reply to a `COMMIT` (an
-//! acknowledgement lost after PostgreSQL committed). Whatever the interleaving, both end with
-//! the usage rows of one write per turn, each turn counted exactly once.
+//! TCP proxy this test cuts (a dropped network) or makes lose the replies to a usage batch's
+//! statement (an acknowledgement lost after PostgreSQL committed). Whatever the interleaving,
+//! both end with the usage rows of one write per turn, each turn counted exactly once.
 
 mod pg;
 
@@ -21,13 +21,13 @@ use tokio::sync::watch;
 
 /// A TCP proxy to PostgreSQL. Cut: every connection stalls (nothing forwarded, nothing
 /// closed); restored: those that lived through the cut are closed, new ones forward. Armed
-/// ([`Proxy::lose_next_commit_reply`]): the connection that next sends `COMMIT` forwards it,
-/// and then never forwards the server's replies (the commit happens, its acknowledgement is
-/// lost).
+/// ([`Proxy::lose_next_batch_reply`]): the connection that next sends a usage batch (its
+/// parameters hold `{"turns":[`) forwards it, and then never forwards the server's replies
+/// (the statement runs and commits, its acknowledgement is lost).
 struct Proxy {
     addr: SocketAddr,
     cut: watch::Sender<bool>,
-    lose_commit_reply: Arc<AtomicBool>,
+    lose_batch_reply: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -36,8 +36,8 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (cut, watching) = watch::channel(false);
-        let lose_commit_reply = Arc::new(AtomicBool::new(false));
-        let lose = Arc::clone(&lose_commit_reply);
+        let lose_batch_reply = Arc::new(AtomicBool::new(false));
+        let lose = Arc::clone(&lose_batch_reply);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
@@ -54,7 +54,7 @@ impl Proxy {
         Proxy {
             addr,
             cut,
-            lose_commit_reply,
+            lose_batch_reply,
             task,
         }
     }
@@ -67,13 +67,13 @@ impl Proxy {
         self.cut.send_replace(false);
     }
 
-    fn lose_next_commit_reply(&self) {
-        self.lose_commit_reply.store(true, Ordering::SeqCst);
+    fn lose_next_batch_reply(&self) {
+        self.lose_batch_reply.store(true, Ordering::SeqCst);
     }
 
-    /// Whether an armed loss has happened (a `COMMIT` went through it).
-    fn commit_reply_lost(&self) -> bool {
-        !self.lose_commit_reply.load(Ordering::SeqCst)
+    /// Whether an armed loss has happened (a batch went through it).
+    fn batch_reply_lost(&self) -> bool {
+        !self.lose_batch_reply.load(Ordering::SeqCst)
     }
 }
 
@@ -82,6 +82,9 @@ impl Drop for Proxy {
         self.task.abort();
     }
 }
+
+/// What a usage batch's statement carries: its entry's JSON.
+const BATCH: &[u8] = br#"{"turns":["#;
 
 async fn forward(
     client: TcpStream,
@@ -109,7 +112,7 @@ async fn forward(
                 Ok(n) => n,
             };
             let chunk = &buf[..n];
-            if chunk.windows(6).any(|w| w == b"COMMIT")
+            if chunk.windows(BATCH.len()).any(|w| w == BATCH)
                 && lose
                     .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok()
@@ -259,14 +262,14 @@ async fn a_batch_whose_acknowledgement_is_lost_is_counted_once() -> Result<(), S
         "an empty turn is not queued"
     );
 
-    proxy.lose_next_commit_reply();
+    proxy.lose_next_batch_reply();
     let stalled = tokio::spawn({
         let queue = queue.clone();
         async move { queue.flush().await }
     });
     assert!(
-        pg::within(pg::SEE, || proxy.commit_reply_lost()).await,
-        "the batch's COMMIT went through"
+        pg::within(pg::SEE, || proxy.batch_reply_lost()).await,
+        "the batch went through"
     );
     // The batch is committed, its sender waits for a reply that never comes: a catalog write on
     // the same replica goes through meanwhile, and is seen on A.
@@ -361,7 +364,7 @@ enum Step {
     Turn(bool, TurnUse),
     /// A (`true`) or B flushes its queue.
     Flush(bool),
-    /// B's next batch commits and its acknowledgement is lost.
+    /// B's next batch is committed and its acknowledgement lost.
     LoseReply,
 }
 
@@ -405,7 +408,7 @@ async fn run_steps(
             Step::Flush(on_a) => {
                 let _ = if *on_a { queues.0 } else { queues.1 }.flush().await;
             }
-            Step::LoseReply => proxy.lose_next_commit_reply(),
+            Step::LoseReply => proxy.lose_next_batch_reply(),
         }
     }
 }

@@ -14,10 +14,10 @@
 //!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction
 //!   that appends the same change to the log under the head's lock: it is the state the log
 //!   folds to, kept so that a trust decision reads it in that transaction.
-//! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), how many of its turns the
-//!   log holds, moved in the transaction that appends them (under the head's lock), so that a
-//!   batch sent again after a lost acknowledgement is not counted twice. One row per queue
-//!   ever opened (a gateway's start), a few dozen bytes.
+//! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), the number of the last
+//!   of its turns the log holds, moved by the statement that appends them, so that a batch sent
+//!   again after a lost acknowledgement is not counted twice. One row per queue ever opened (a
+//!   gateway's start), a few dozen bytes.
 
 use std::future::Future;
 use std::time::Duration;
@@ -228,50 +228,6 @@ pub(crate) async fn append_locked(
     )
     .await?;
     Ok(version)
-}
-
-/// In a transaction holding the head's lock: how many of `sender`'s turns the log holds (0 for
-/// a sender never seen).
-pub(crate) async fn usage_sent(
-    tx: &tokio_postgres::Transaction<'_>,
-    options: &SyncOptions,
-    sender: &str,
-) -> Result<u64, SyncError> {
-    let ns = &options.namespace;
-    let row = timed(
-        options.query_timeout,
-        "reading the usage sent",
-        tx.query_opt(
-            &format!("SELECT seq FROM {ns}.usage_sent WHERE sender = $1"),
-            &[&sender],
-        ),
-    )
-    .await?;
-    Ok(row.map_or(0, |row| to_version(row.get::<_, i64>(0))))
-}
-
-/// In a transaction holding the head's lock: records that the log holds `sender`'s turns up to
-/// `seq`.
-pub(crate) async fn set_usage_sent(
-    tx: &tokio_postgres::Transaction<'_>,
-    options: &SyncOptions,
-    sender: &str,
-    seq: u64,
-) -> Result<(), SyncError> {
-    let ns = &options.namespace;
-    timed(
-        options.query_timeout,
-        "recording the usage sent",
-        tx.execute(
-            &format!(
-                "INSERT INTO {ns}.usage_sent (sender, seq) VALUES ($1, $2)
-                 ON CONFLICT (sender) DO UPDATE SET seq = EXCLUDED.seq, at = now()"
-            ),
-            &[&sender, &to_sql(seq)],
-        ),
-    )
-    .await?;
-    Ok(())
 }
 
 /// The latest version.

@@ -12,22 +12,24 @@
 //! ```text
 //! gateway turn ends ──► ReplicaUsageQueue::push (in memory, never waits)
 //! batch due (max_turns, max_delay: the queue's task; flush; the last handle dropped)
-//!     ──► own connection: BEGIN; lock head; read usage_sent[sender]; INSERT log {"turns":[the
-//!         turns not yet in the log]}; move head; NOTIFY; usage_sent[sender] = last; COMMIT
+//!     ──► own connection, one statement (its own transaction): usage_sent[sender] = last,
+//!         unless already there; then move head (its row lock), INSERT log {"turns":[..]},
+//!         NOTIFY; COMMIT
 //! every replica's follower ──► one store commit counting the batch's turns in order
 //! ```
 //!
 //! - **Exactly once.** Each turn pushed gets the next number of its queue (the *sender*, a name
-//!   unique to the queue); the transaction that appends turns also records, in the `usage_sent`
-//!   table, the last number the log now holds. A batch whose acknowledgement was lost (a
-//!   timeout, a dropped connection) stays held and is sent again; the transaction then skips
-//!   the turns the log already holds. The sending replica counts its own turns as every other
+//!   unique to the queue); the statement that appends a batch also records, in the `usage_sent`
+//!   table, its last number, and writes nothing if that row is there already. A batch whose
+//!   acknowledgement was lost (a timeout, a dropped connection) stays held, as it is, and is
+//!   sent again: written once. The sending replica counts its own turns as every other
 //!   replica does: when its follower applies the entry, once.
 //! - **Catalog and trust changes never wait behind usage.** The queue sends on a connection of
 //!   its own, not the replica's writer's, and holds no lock of the replica or its store: a
 //!   catalog write ([`Replica::write`](super::Replica::write)) or a trust decision waits at
-//!   most for one batch's append transaction to release the log's head row (a few statements
-//!   on one connection, about a millisecond on loopback), at most once per interval per queue.
+//!   most for one batch's append to release the log's head row: one statement, whose entry
+//!   reached PostgreSQL before it took the lock, and its commit; at most once per interval per
+//!   queue.
 //! - **What a crash loses**: the turns held, at most `max_turns` turns or `max_delay` of them
 //!   (more while PostgreSQL is unreachable: the queue keeps up to [`MAX_HELD_TURNS`] and then
 //!   drops the oldest, counted in [`UsageSendStatus::dropped`]). A batch is one log entry and
@@ -35,8 +37,8 @@
 //!   half.
 //!
 //! # What it costs
-//! A push: a lock and a push onto a list. Per batch: one PostgreSQL transaction of seven
-//! statements on the queue's own connection (a third per replica, opened at the first batch),
+//! A push: a lock and a push onto a list. Per batch: one PostgreSQL statement (prepared, then
+//! run) on the queue's own connection (a third per replica, opened at the first batch),
 //! the turns as JSON (a few hundred bytes each), and on every replica one store commit (an
 //! upsert per tool the batch names). One task on the replica's runtime wakes at each turn that
 //! fills a batch and otherwise at most once per `max_delay`.
@@ -168,17 +170,31 @@ struct Queue {
 
 #[derive(Default)]
 struct Held {
-    /// The turns not yet known to be in the log, oldest first, each with when it was pushed.
+    /// The turns not yet in a batch, oldest first, each with when it was pushed.
     turns: VecDeque<(Instant, TurnUse)>,
     /// The number the next turn pushed gets (the first is 1); the front turn's is
     /// `next - turns.len()`.
     next: u64,
+    /// The batch being sent, or sent without an acknowledgement: sent again as it is (the same
+    /// turns, the same numbers) until the log is known to hold it.
+    in_flight: Option<Arc<InFlight>>,
     status: UsageSendStatus,
+}
+
+/// A batch: its turns' numbers `first..=through`, as the entry's JSON.
+struct InFlight {
+    through: u64,
+    turns: usize,
+    body: String,
 }
 
 impl Held {
     fn front_seq(&self) -> u64 {
         self.next - self.turns.len() as u64
+    }
+
+    fn pending(&self) -> usize {
+        self.turns.len() + self.in_flight.as_ref().map_or(0, |b| b.turns)
     }
 }
 
@@ -294,8 +310,8 @@ impl ReplicaUsageQueue {
     /// log already held it all). Bounded by the replica's connect and query timeouts per entry.
     ///
     /// Errors: PostgreSQL could not be reached, or refused or timed out the append. The turns
-    /// stay held (the task tries again, with a back-off), and those the log took before the
-    /// failure are not sent twice.
+    /// stay held (the task tries again, with a back-off), and a batch the log took before the
+    /// failure is not written twice.
     ///
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
@@ -323,16 +339,18 @@ impl ReplicaUsageQueue {
     pub fn status(&self) -> UsageSendStatus {
         let held = self.handle.queue.held.lock();
         UsageSendStatus {
-            pending: held.turns.len(),
+            pending: held.pending(),
             ..held.status.clone()
         }
     }
 }
 
 impl Queue {
-    /// Whether the batch is due at `now`: full, or its oldest turn has waited `max_delay`.
+    /// Whether the batch is due at `now`: full, or its oldest turn has waited `max_delay`, or
+    /// a batch sent before waits for its acknowledgement.
     fn due(&self, held: &Held, now: Instant) -> bool {
-        held.turns.len() >= self.limits.max_turns.max(1)
+        held.in_flight.is_some()
+            || held.turns.len() >= self.limits.max_turns.max(1)
             || held
                 .turns
                 .front()
@@ -348,13 +366,14 @@ impl Queue {
     }
 
     async fn flush(&self) -> Result<Option<u64>, SyncError> {
-        // The turns held now: those up to this number.
+        // The turns held now: those up to this number (and a batch in flight, numbered before).
         let target = self.held.lock().next - 1;
         let mut last = None;
         loop {
             {
                 let held = self.held.lock();
-                if held.turns.is_empty() || held.front_seq() > target {
+                let rest = held.turns.is_empty() || held.front_seq() > target;
+                if held.in_flight.is_none() && rest {
                     return Ok(last);
                 }
             }
@@ -364,48 +383,56 @@ impl Queue {
         }
     }
 
-    /// Sends up to [`MAX_ENTRY_TURNS`] of the turns held as one entry; the version written.
+    /// Sends the batch in flight, or makes one of up to [`MAX_ENTRY_TURNS`] turns held and
+    /// sends it, as one entry; the version written (`None`: the log held it already).
     async fn send(&self) -> Result<Option<u64>, SyncError> {
         let mut conn = self.conn.lock().await;
-        let (first, turns) = {
-            let held = self.held.lock();
-            let turns: Vec<TurnUse> = held
-                .turns
-                .iter()
-                .take(MAX_ENTRY_TURNS)
-                .map(|(_, turn)| turn.clone())
-                .collect();
-            (held.front_seq(), turns)
+        let batch = {
+            let mut held = self.held.lock();
+            match &held.in_flight {
+                Some(batch) => Arc::clone(batch),
+                None => {
+                    let n = held.turns.len().min(MAX_ENTRY_TURNS);
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    let through = held.front_seq() + n as u64 - 1;
+                    let turns: Vec<TurnUse> = held.turns.drain(..n).map(|(_, turn)| turn).collect();
+                    let body = WireEntry::turns(turns).encode()?;
+                    let batch = Arc::new(InFlight {
+                        through,
+                        turns: n,
+                        body,
+                    });
+                    held.in_flight = Some(Arc::clone(&batch));
+                    batch
+                }
+            }
         };
-        if turns.is_empty() {
-            return Ok(None);
-        }
         let result = match conn.as_mut().filter(|client| !client.is_closed()) {
-            Some(client) => append_turns(client, &self.options, &self.sender, first, turns).await,
+            Some(client) => append_batch(client, &self.options, &self.sender, &batch).await,
             None => match log::connect_writer(&self.url, &self.options).await {
                 Ok(client) => {
                     let client = conn.insert(client);
-                    append_turns(client, &self.options, &self.sender, first, turns).await
+                    append_batch(client, &self.options, &self.sender, &batch).await
                 }
                 Err(e) => Err(e),
             },
         };
         let mut held = self.held.lock();
         match result {
-            Ok(sent) => {
-                while !held.turns.is_empty() && held.front_seq() <= sent.through {
-                    held.turns.pop_front();
-                }
-                if sent.version.is_some() {
+            Ok(version) => {
+                held.in_flight = None;
+                if version.is_some() {
                     held.status.entries += 1;
-                    held.status.turns += sent.written as u64;
+                    held.status.turns += batch.turns as u64;
                 }
                 held.status.last_error = None;
                 drop(held);
-                if let (Some(version), Some(replica)) = (sent.version, self.replica.upgrade()) {
+                if let (Some(version), Some(replica)) = (version, self.replica.upgrade()) {
                     written(&replica, version);
                 }
-                Ok(sent.version)
+                Ok(version)
             }
             Err(e) => {
                 // A timeout may leave the connection mid-statement: the next batch starts afresh.
@@ -417,49 +444,46 @@ impl Queue {
     }
 }
 
-/// What one append did: the log holds the sender's turns up to `through`; `version` is the
-/// entry written (`None`: the log held them all already), carrying `written` turns.
-struct Sent {
-    through: u64,
-    version: Option<u64>,
-    written: usize,
-}
-
-/// Appends `turns` (numbered from `first`) as one entry, without those the log already holds
-/// for `sender`, in one transaction under the head's lock.
-async fn append_turns(
+/// Appends `batch` as the next version unless the log holds it already (the `usage_sent` row
+/// of `sender` at its last number or past it), in one statement, its own transaction: the
+/// entry's JSON reaches PostgreSQL before the head's row is locked, and the lock is held for
+/// that statement and its commit only. The version written, `None` if the log held the batch.
+///
+/// `usage_sent` is written first, by an upsert that PostgreSQL re-checks against the row's
+/// latest version (so two sends of one batch, one stalled on the server, write it once); the
+/// head moves, and the entry is inserted, only if it wrote.
+async fn append_batch(
     client: &mut Client,
     options: &SyncOptions,
     sender: &str,
-    first: u64,
-    mut turns: Vec<TurnUse>,
-) -> Result<Sent, SyncError> {
-    let t = options.query_timeout;
-    let through = first + turns.len() as u64 - 1;
-    let tx = timed(t, "beginning a usage batch", client.transaction()).await?;
-    let head = log::lock_head(&tx, options).await?;
-    let done = log::usage_sent(&tx, options, sender).await?;
-    let skip = usize::try_from(done.saturating_sub(first - 1)).unwrap_or(usize::MAX);
-    if skip >= turns.len() {
-        // All in the log already (an acknowledgement was lost): nothing to write. Dropping the
-        // transaction rolls it back.
-        return Ok(Sent {
-            through,
-            version: None,
-            written: 0,
-        });
-    }
-    turns.drain(..skip);
-    let written = turns.len();
-    let body = WireEntry::turns(turns).encode()?;
-    let version = log::append_locked(&tx, options, head, &body).await?;
-    log::set_usage_sent(&tx, options, sender, through).await?;
-    timed(t, "committing a usage batch", tx.commit()).await?;
-    Ok(Sent {
-        through,
-        version: Some(version),
-        written,
-    })
+    batch: &InFlight,
+) -> Result<Option<u64>, SyncError> {
+    let ns = &options.namespace;
+    let sql = format!(
+        "WITH sent AS (
+             INSERT INTO {ns}.usage_sent (sender, seq) VALUES ($1, $3)
+             ON CONFLICT (sender) DO UPDATE SET seq = EXCLUDED.seq, at = now()
+                 WHERE {ns}.usage_sent.seq < EXCLUDED.seq
+             RETURNING seq),
+         head AS (
+             UPDATE {ns}.head SET version = version + 1
+             WHERE id = 1 AND EXISTS (SELECT 1 FROM sent)
+             RETURNING version),
+         entry AS (
+             INSERT INTO {ns}.log (version, changes) SELECT version, $2 FROM head),
+         notified AS (
+             SELECT pg_notify($4, version::text) FROM head)
+         SELECT version FROM head, notified"
+    );
+    let channel = log::channel(ns);
+    let through = log::to_sql(batch.through);
+    let row = timed(
+        options.query_timeout,
+        "appending a usage batch",
+        client.query_opt(&sql, &[&sender, &batch.body, &through, &channel]),
+    )
+    .await?;
+    Ok(row.map(|row| log::to_version(row.get::<_, i64>(0))))
 }
 
 /// The queue's task: sends each batch when it is due, tries a failed one again after a
