@@ -42,6 +42,22 @@
 //! the turns as JSON (a few hundred bytes each), and on every replica one store commit (an
 //! upsert per tool the batch names). One task on the replica's runtime wakes at each turn that
 //! fills a batch and otherwise at most once per `max_delay`.
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+//! use capstore::sync::{LOG_BATCH_LIMITS, Replica, SyncOptions};
+//! let url = "postgres://capstore@127.0.0.1:55432/postgres";
+//! let a = Replica::open(url, SyncOptions::default()).await?;
+//! let b = Replica::open(url, SyncOptions::default()).await?;
+//! let queue = a.usage_queue(LOG_BATCH_LIMITS);
+//! for _ in 0..100 {
+//!     queue.push(capstore::usage::TurnUse::new(["fs/cd", "fs/mv"]));
+//! }
+//! let version = queue.flush().await?.expect("one entry for the hundred turns");
+//! let on_b = b.wait_for(version, std::time::Duration::from_secs(5)).await?;
+//! assert!(on_b.get(&capstore::USAGE, "fs/mv")?.is_some_and(|u| u.turns >= 100));
+//! # Ok(()) }
+//! ```
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -357,9 +373,13 @@ impl Queue {
                 .is_some_and(|(at, _)| now.duration_since(*at) >= self.limits.max_delay)
     }
 
-    /// How long until the batch is due by time; `None` with nothing held.
+    /// How long until the batch is due by time; `None` with nothing held. A batch in flight
+    /// (a flush that failed) is tried again after [`MAX_RETRY`] at the latest.
     fn until_due(&self) -> Option<Duration> {
         let held = self.held.lock();
+        if held.in_flight.is_some() {
+            return Some(MAX_RETRY);
+        }
         held.turns
             .front()
             .map(|(at, _)| self.limits.max_delay.saturating_sub(at.elapsed()))
