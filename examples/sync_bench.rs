@@ -18,12 +18,25 @@
 //!   and skills written to a fresh log as one entry and compacted into the snapshot row; then
 //!   `--runs` times, alternated: `Catalog::load_file` into a new store, and `Replica::open` of
 //!   a new replica (the snapshot row read, parsed and bulk-inserted). Medians.
+//! - **usage** (`--usage-seconds S`, with `--gateways G` (4) and `--rate R` (500)): G replicas,
+//!   each mirrored into a gateway's store as `capstore serve --state` does, each pushing R turns
+//!   a second (calls drawn from a catalog of 40 tools and 10 live ones) onto its usage queue
+//!   (`Replica::usage_queue(LOG_BATCH_LIMITS)`), for S seconds; meanwhile the first writes a
+//!   catalog change every 50 ms, timed from its call until every other replica holds it (also
+//!   measured first for 2 s with no usage, for comparison). Reports the log entries a second per
+//!   gateway, the propagation percentiles, and, after a flush of every queue, whether the usage
+//!   rows are equal on every replica and every call was counted exactly once.
+//!
+//! ```text
+//! bash scripts/postgres.sh run target/release/examples/sync_bench --writes 0 --usage-seconds 20
+//! ```
 
 use std::time::{Duration, Instant};
 
 use capstore::catalog::Catalog;
-use capstore::sync::{Batch, Replica, SyncOptions, compact};
-use capstore::{SKILLS, Store, TOOLS, Tool};
+use capstore::sync::{Batch, LOG_BATCH_LIMITS, Replica, SyncOptions, compact};
+use capstore::usage::{BatchLimits, TurnUse};
+use capstore::{SKILLS, Store, TOOLS, Tool, USAGE};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -32,11 +45,22 @@ fn main() -> Res<()> {
     let mut writes = 1000usize;
     let mut runs = 5usize;
     let mut catalog = None;
+    let (mut usage_seconds, mut gateways, mut rate) = (0u64, 4usize, 500usize);
+    let mut limits = LOG_BATCH_LIMITS;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--writes" => writes = it.next().ok_or("--writes needs a value")?.parse()?,
             "--runs" => runs = it.next().ok_or("--runs needs a value")?.parse()?,
+            "--usage-seconds" => {
+                usage_seconds = it.next().ok_or("--usage-seconds needs a value")?.parse()?;
+            }
+            "--gateways" => gateways = it.next().ok_or("--gateways needs a value")?.parse()?,
+            "--rate" => rate = it.next().ok_or("--rate needs a value")?.parse()?,
+            "--batch-ms" => {
+                let ms: u64 = it.next().ok_or("--batch-ms needs a value")?.parse()?;
+                limits.max_delay = Duration::from_millis(ms);
+            }
             "--catalog" => catalog = Some(it.next().ok_or("--catalog needs a file")?.clone()),
             "--tools" => {
                 // The synthetic catalog of `load_scale --gen N FILE`, written to a temporary file.
@@ -65,6 +89,10 @@ fn main() -> Res<()> {
         if writes > 0 {
             propagation(&url, &options(&format!("bench_prop_{tag}"))?, writes).await?;
             throughput(&url, &options(&format!("bench_tput_{tag}"))?, writes).await?;
+        }
+        if usage_seconds > 0 {
+            let options = options(&format!("bench_usage_{tag}"))?;
+            usage(&url, &options, gateways.max(2), rate, usage_seconds, limits).await?;
         }
         if let Some(file) = catalog {
             bootstrap(&url, &options(&format!("bench_boot_{tag}"))?, &file, runs).await?;
@@ -219,5 +247,203 @@ async fn bootstrap(url: &str, options: &SyncOptions, file: &str, runs: usize) ->
         "  Replica::open (snapshot row)       {o:9.1} ms = {:.2}x the file load",
         o / f
     );
+    Ok(())
+}
+
+/// A deterministic generator (an LCG): the bench's turns are the same every run.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) as usize) % n
+    }
+}
+
+/// A gateway's turn: 1 to 3 calls among `tools`, 4 tools sent, the previous turn's calls.
+fn bench_turn(rng: &mut Lcg, tools: &[String], previous: &[String]) -> TurnUse {
+    let calls = 1 + rng.next(3);
+    let called: Vec<&String> = (0..calls).map(|_| &tools[rng.next(tools.len())]).collect();
+    let sent: Vec<&String> = (0..4).map(|_| &tools[rng.next(tools.len())]).collect();
+    TurnUse::new(called.into_iter().cloned())
+        .with_sent(sent.into_iter().cloned())
+        .with_previous(previous.iter().cloned())
+}
+
+/// One catalog change written by `writer`, timed until every replica of `others` holds it; and
+/// the part of that until PostgreSQL acknowledged the write.
+async fn catalog_change(
+    writer: &Replica,
+    others: &[Replica],
+    i: usize,
+) -> Res<(Duration, Duration)> {
+    let start = Instant::now();
+    let version = writer.write(put(&format!("c{i}"))?).await?;
+    let acked = start.elapsed();
+    for other in others {
+        other.wait_for(version, Duration::from_secs(10)).await?;
+    }
+    Ok((start.elapsed(), acked))
+}
+
+async fn usage(
+    url: &str,
+    options: &SyncOptions,
+    gateways: usize,
+    rate: usize,
+    seconds: u64,
+    limits: BatchLimits,
+) -> Res<()> {
+    let mut replicas = Vec::new();
+    let mut mirrors = Vec::new();
+    for g in 0..gateways {
+        let mut options = options.clone();
+        options.replica = format!("gateway-{g}");
+        let replica = Replica::open(url, options).await?;
+        let store = Store::new();
+        mirrors.push((replica.mirror_into(&store)?, store));
+        replicas.push(replica);
+    }
+    let mut catalog = Batch::new();
+    for i in 0..40 {
+        catalog.put(
+            &TOOLS,
+            Tool::new(format!("t{i}"), "a catalog tool").with_source("cat"),
+        )?;
+    }
+    let v = replicas[0].write(catalog).await?;
+    for r in &replicas {
+        r.wait_for(v, Duration::from_secs(10)).await?;
+    }
+    let mut tools: Vec<String> = (0..40).map(|i| format!("cat/t{i}")).collect();
+    tools.extend((0..10).map(|i| format!("live/l{i}")));
+    let (writer, others) = replicas.split_first().ok_or("no gateways")?;
+
+    // Catalog changes with no usage, for comparison.
+    let (mut idle, mut idle_ack) = (Vec::new(), Vec::new());
+    let quiet = Instant::now();
+    while quiet.elapsed() < Duration::from_secs(2) {
+        let (seen, acked) = catalog_change(writer, others, idle.len()).await?;
+        idle.push(seen);
+        idle_ack.push(acked);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The gateways' turns: `rate` a second each, pushed every 10 ms.
+    let queues: Vec<_> = replicas.iter().map(|r| r.usage_queue(limits)).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut pushers = Vec::new();
+    for (g, queue) in queues.iter().enumerate() {
+        let (queue, stop, tools) = (queue.clone(), std::sync::Arc::clone(&stop), tools.clone());
+        pushers.push(tokio::spawn(async move {
+            let mut rng = Lcg(g as u64 + 1);
+            let mut previous: Vec<String> = Vec::new();
+            let (mut turns, mut calls) = (0u64, 0u64);
+            let started = Instant::now();
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tick.tick().await;
+                // Catch up to the rate since the start (a late tick pushes more).
+                let due = (started.elapsed().as_secs_f64() * rate as f64) as u64;
+                while turns < due {
+                    let turn = bench_turn(&mut rng, &tools, &previous);
+                    calls += turn.called.len() as u64;
+                    previous = turn.called.clone();
+                    previous.dedup();
+                    queue.push(turn);
+                    turns += 1;
+                }
+            }
+            (turns, calls, started.elapsed())
+        }));
+    }
+    let (mut busy, mut busy_ack) = (Vec::new(), Vec::new());
+    let started = Instant::now();
+    let run_for = Duration::from_secs(seconds);
+    while started.elapsed() < run_for {
+        let (seen, acked) = catalog_change(writer, others, idle.len() + busy.len()).await?;
+        busy.push(seen);
+        busy_ack.push(acked);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut pushed = Vec::new();
+    for p in pushers {
+        pushed.push(p.await?);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    // Entries sent while the turns came, before the final flush.
+    let entries: Vec<u64> = queues.iter().map(|q| q.status().entries).collect();
+    let mut head = 0;
+    for q in &queues {
+        if let Some(v) = q.flush().await? {
+            head = head.max(v);
+        }
+    }
+    // Batches the queues' tasks sent on their own are known to their replicas.
+    let head = replicas
+        .iter()
+        .map(|r| r.status().latest_known)
+        .fold(head, u64::max);
+    let mut usage_rows = Vec::new();
+    for r in &replicas {
+        let snap = r.wait_for(head, Duration::from_secs(30)).await?;
+        let rows: Vec<_> = snap.iter(&USAGE)?.records().cloned().collect();
+        usage_rows.push(rows);
+    }
+    let equal = usage_rows.iter().all(|rows| *rows == usage_rows[0]);
+    let mirrored = mirrors.iter().all(|(_, store)| {
+        store
+            .snapshot()
+            .iter(&USAGE)
+            .is_ok_and(|rows| rows.records().cloned().collect::<Vec<_>>() == usage_rows[0])
+    });
+    let counted: u64 = usage_rows[0].iter().map(|u| u.calls).sum();
+    let calls: u64 = pushed.iter().map(|(_, c, _)| c).sum();
+    let turns: u64 = pushed.iter().map(|(t, _, _)| t).sum();
+
+    println!(
+        "usage: {gateways} gateways x {rate} turns/s for {seconds} s (batches of {} turns or {:?}), each mirrored into a gateway store:",
+        limits.max_turns, limits.max_delay
+    );
+    let per_gateway = |values: Vec<f64>| {
+        values
+            .iter()
+            .map(|v| format!("{v:.1}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "  turns pushed a second, per gateway     {}",
+        per_gateway(
+            pushed
+                .iter()
+                .map(|(t, _, d)| *t as f64 / d.as_secs_f64())
+                .collect()
+        )
+    );
+    println!(
+        "  log entries a second, per gateway      {}  (target <= 20)",
+        per_gateway(entries.iter().map(|e| *e as f64 / elapsed).collect())
+    );
+    println!(
+        "catalog change, writer's call -> held by the {} other replicas:",
+        others.len()
+    );
+    report(&format!("  no usage ({} changes)", idle.len()), idle);
+    report("    of which acknowledged", idle_ack);
+    report(&format!("  under usage ({} changes)", busy.len()), busy);
+    report("    of which acknowledged", busy_ack);
+    println!(
+        "after a flush: usage rows equal on all {gateways} replicas: {equal}; in every mirror: {mirrored}; \
+         {} rows; calls counted {counted} of {calls} pushed ({turns} turns)",
+        usage_rows[0].len()
+    );
+    if !equal || !mirrored || counted != calls {
+        return Err("the replicas' usage differs from what was pushed".into());
+    }
     Ok(())
 }

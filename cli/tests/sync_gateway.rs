@@ -270,8 +270,8 @@ async fn a_gateway_process_shares_its_catalog_and_audit_through_postgres() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// With `--state`, a gateway's sessions teach every gateway: A's turns go to the log, and B's
-/// `search_tools` says what A's calls taught; no usage file is written.
+/// With `--state`, a gateway's sessions teach every gateway: A's turns go to the log in
+/// batches, and B's `search_tools` says what A's calls taught; no usage file is written.
 #[test]
 fn what_one_gateway_learns_every_gateway_knows() {
     let (url, options) = (pg::url(), pg::options("usage"));
@@ -320,5 +320,22 @@ fn what_one_gateway_learns_every_gateway_knows() {
     for config in [&config_a, &config_b] {
         assert!(!capstore::usage::usage_path(config).exists());
     }
+    // The turns went in batches: no entry of one turn (`learn`), and the batches (`turns`)
+    // carry A's two turns, each once.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let entries = runtime.block_on(pg::log_entries(&url, &ns));
+    assert!(
+        entries.iter().all(|e| e.get("learn").is_none()),
+        "{entries:?}"
+    );
+    let turns: usize = entries
+        .iter()
+        .filter_map(|e| e.get("turns").and_then(|t| t.as_array()))
+        .map(Vec::len)
+        .sum();
+    assert_eq!(turns, 2, "{entries:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

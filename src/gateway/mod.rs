@@ -45,7 +45,8 @@
 //! session that ends, and the gateway when dropped, write what it holds. `capstore
 //! serve` keeps usage in a file beside the configuration
 //! ([`usage_path`](crate::usage::usage_path)), or, with `--state`,
-//! in the PostgreSQL log, so every gateway learns from every gateway's calls
+//! in the PostgreSQL log, in batches (a replica's usage queue, one entry per gateway per
+//! interval), so every gateway learns from every gateway's calls
 //! ([`GatewayOptions::usage_sink`]).
 //!
 //! # Over HTTP

@@ -4,8 +4,8 @@
 //! - `head (id = 1, version)`: the latest version. A writer locks this row (`FOR UPDATE`), so
 //!   writers on every replica are ordered by PostgreSQL, one at a time, and the versions are
 //!   consecutive.
-//! - `log (version, changes, written_at)`: one row per write, its change set (or a turn's
-//!   usage evidence) as JSON text (see `wire`), committed with the head in one transaction
+//! - `log (version, changes, written_at)`: one row per write, its change set (or usage
+//!   evidence: one turn's, or a usage queue's batch) as JSON text (see `wire`), committed with the head in one transaction
 //!   that also `NOTIFY`s followers.
 //! - `snapshot (id = 1, version, tables)`: the shared tables (and trust state, usage rows) at
 //!   `version`, written by compaction, which then deletes the log rows it folded in.
@@ -14,6 +14,10 @@
 //!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction
 //!   that appends the same change to the log under the head's lock: it is the state the log
 //!   folds to, kept so that a trust decision reads it in that transaction.
+//! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), the number of the last
+//!   of its turns the log holds, moved by the statement that appends them, so that a batch sent
+//!   again after a lost acknowledgement is not counted twice. One row per queue ever opened (a
+//!   gateway's start), a few dozen bytes.
 
 use std::future::Future;
 use std::time::Duration;
@@ -131,7 +135,10 @@ pub(crate) async fn ensure_schema(
              replica text NOT NULL, event text NOT NULL);
          CREATE TABLE IF NOT EXISTS {ns}.trust (
              server text NOT NULL, tool text NOT NULL, record text NOT NULL,
-             PRIMARY KEY (server, tool));"
+             PRIMARY KEY (server, tool));
+         CREATE TABLE IF NOT EXISTS {ns}.usage_sent (
+             sender text PRIMARY KEY, seq bigint NOT NULL,
+             at timestamptz NOT NULL DEFAULT now());"
     );
     timed(t, "creating the log's tables", tx.batch_execute(&sql)).await?;
     timed(t, "committing the schema set-up", tx.commit()).await

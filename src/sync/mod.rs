@@ -11,8 +11,8 @@
 //! `Replica::quarantine`, `shared_quarantine`): a tool approved on one replica is trusted on
 //! every replica, and two replicas that see a new server at once agree on its first definitions.
 //!
-//! Usage travels in the same log, so that every replica learns from every replica's calls
-//! (`capstore serve --state URL`): [`Replica::learn`] appends one turn's evidence (a
+//! Usage travels in the same log, so that every replica learns from every replica's calls:
+//! [`Replica::learn`] appends one turn's evidence (a
 //! [`TurnUse`](crate::usage::TurnUse), not rows: an entry `{"learn":{"called":[..],"sent":[..],
 //! "previous":[..]}}`), and every replica counts it into its [`USAGE`](crate::USAGE) table when
 //! it applies that entry, in version order. Replicas learning at once lose no count (each entry
@@ -20,6 +20,13 @@
 //! rows on every replica too. Every tool named counts, also one missing from the replica's
 //! `tools` table (a gateway's live tools are in its own store only, and every gateway connects
 //! the same servers); [`Replica::mirror_into`] copies the usage rows into that store.
+//!
+//! A stream of turns (a gateway's, `capstore serve --state URL`) goes in batches instead: a
+//! [`ReplicaUsageQueue`]
+//! ([`Replica::usage_queue`], [`usage`]) appends one entry per replica per interval (by default
+//! [`LOG_BATCH_LIMITS`]: 1,000 turns or 1 s), each turn counted exactly once on every replica
+//! (a batch sent again after a lost acknowledgement skips what the log holds), on a connection
+//! of its own, so catalog and trust writes never queue behind usage.
 //!
 //! ```text
 //!  replica A: write(batch) ──► BEGIN; SELECT head FOR UPDATE; [expected = head?]; INSERT log;
@@ -46,8 +53,8 @@
 //!   [`compact`] folds the log into that row (`capstore compact --state URL`): the shared
 //!   tables, the trust state and the usage rows.
 //! - Write the shared tables of a replica's store only through [`Replica::write`], and its usage
-//!   only through [`Replica::learn`]: a direct store write is local and would make this replica
-//!   differ from the others.
+//!   only through [`Replica::learn`] or a [`ReplicaUsageQueue`]: a direct store write is local
+//!   and would make this replica differ from the others.
 //! - An entry a replica cannot apply (a validator refuses a record, a unique index would break,
 //!   a field this build cannot read) is refused whole, its changes and its usage evidence alike,
 //!   and counted ([`SyncStatus::refused`]); since every replica holds the same tables at that
@@ -58,7 +65,8 @@
 //! Per write one PostgreSQL transaction (five statements, one round trip each); per entry
 //! followed one indexed range read shared by up to 1,000 entries, and one store commit.
 //! Per turn learned ([`Replica::learn`]) one write like the above, and on every replica one
-//! store commit of an upsert per tool the turn named.
+//! store commit of an upsert per tool the turn named; per batch of a [`ReplicaUsageQueue`]
+//! the same for all its turns, and a third connection per replica.
 //! Bootstrap: one read of the snapshot row (the JSON of the shared tables) and a bulk insert.
 //! Measured in BENCHMARKS.md ("Replicas through PostgreSQL").
 //!
@@ -86,6 +94,7 @@ mod log;
 mod replica;
 #[cfg(feature = "mcp-live")]
 mod trust;
+pub mod usage;
 mod wire;
 
 use std::fmt;
@@ -95,6 +104,7 @@ pub use audit::AuditLog;
 pub use replica::{Replica, SyncStatus, compact};
 #[cfg(feature = "mcp-live")]
 pub use trust::shared_quarantine;
+pub use usage::{LOG_BATCH_LIMITS, MAX_HELD_TURNS, ReplicaUsageQueue, UsageSendStatus};
 pub use wire::{Batch, SHARED_TABLES, Shared};
 
 use crate::store::{SchemaError, StoreError};

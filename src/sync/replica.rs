@@ -9,9 +9,10 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, GenericClient};
 
 use crate::store::{Snapshot, Store, StoreBuilder, Subscription};
-use crate::usage::TurnUse;
+use crate::usage::{BatchLimits, TurnUse};
 
 use super::log::{self, timed};
+use super::usage::ReplicaUsageQueue;
 use super::wire::{self, Batch, LogPosition, SyncTables, WireEntry, WireTables};
 use super::{SyncError, SyncOptions, check_namespace};
 
@@ -64,7 +65,7 @@ struct Follow {
     last_error: Option<String>,
 }
 
-struct Inner {
+pub(super) struct Inner {
     url: String,
     options: SyncOptions,
     store: Store,
@@ -104,6 +105,8 @@ struct Inner {
 pub struct Replica {
     inner: Arc<Inner>,
     follower: JoinHandle<()>,
+    /// The runtime it was opened on: its usage queues' tasks run there too.
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Replica {
@@ -180,7 +183,11 @@ impl Replica {
         catch_up(&inner, &client).await?;
         *inner.writer.lock().await = Some(client);
         let follower = tokio::spawn(follow(Arc::clone(&inner)));
-        let replica = Replica { inner, follower };
+        let replica = Replica {
+            inner,
+            follower,
+            runtime: tokio::runtime::Handle::current(),
+        };
         replica.wait_until_following().await?;
         Ok(replica)
     }
@@ -367,8 +374,11 @@ impl Replica {
     /// it (a gateway's live tools are its own; every gateway connects the same servers). An empty
     /// turn (nothing sent or called) writes nothing and returns the current version.
     ///
-    /// Write a replica's usage only this way: a local [`learn`](crate::usage::learn) on its store
-    /// would count on this replica alone. As with `write`, a failure after the commit was sent
+    /// One entry per turn: for a stream of turns (a gateway's), send them in batches with a
+    /// [`usage_queue`](Self::usage_queue) instead, one entry per interval.
+    ///
+    /// Write a replica's usage only this way or through its usage queue: a local
+    /// [`learn`](crate::usage::learn) on its store would count on this replica alone. As with `write`, a failure after the commit was sent
     /// leaves it unknown whether the turn was counted; retrying may count it twice.
     /// ```no_run
     /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
@@ -385,10 +395,35 @@ impl Replica {
             return Ok(self.version());
         }
         let entry = WireEntry {
-            changes: Vec::new(),
             learn: Some(turn),
+            ..WireEntry::default()
         };
         self.append(&entry, None).await
+    }
+
+    /// A queue that sends this replica's turns through the log in batches, one entry per batch
+    /// (within `limits`; [`LOG_BATCH_LIMITS`](super::LOG_BATCH_LIMITS) suits a gateway), on a
+    /// connection of its own, so that catalog and trust writes never wait behind usage. Every
+    /// replica, this one included, counts each batch's turns once, when it applies the entry.
+    /// See [`ReplicaUsageQueue`] and [its module](super::usage) for the guarantees. Its task runs
+    /// on the runtime this replica was opened on.
+    /// ```no_run
+    /// # #[tokio::main] async fn main() -> Result<(), capstore::sync::SyncError> {
+    /// # let replica = capstore::sync::Replica::open("postgres://capstore@127.0.0.1:55432/postgres", Default::default()).await?;
+    /// use capstore::sync::LOG_BATCH_LIMITS;
+    /// let queue = replica.usage_queue(LOG_BATCH_LIMITS);
+    /// queue.push(capstore::usage::TurnUse::new(["fs/cd", "fs/mv"]));
+    /// queue.flush().await?; // before the runtime stops
+    /// # Ok(()) }
+    /// ```
+    pub fn usage_queue(&self, limits: BatchLimits) -> ReplicaUsageQueue {
+        ReplicaUsageQueue::start(
+            self.inner.url.clone(),
+            self.inner.options.clone(),
+            limits,
+            &self.runtime,
+            Arc::downgrade(&self.inner),
+        )
     }
 
     /// Appends `entry` to the log (if the head is at `expected`, when given) and wakes the
@@ -407,10 +442,7 @@ impl Replica {
         };
         let result = log::append(client, &self.inner.options, expected, &body).await;
         match &result {
-            Ok(version) => {
-                let mut follow = self.inner.follow.lock();
-                follow.latest_known = follow.latest_known.max(*version);
-            }
+            Ok(version) => note_latest(&self.inner, *version),
             Err(SyncError::Conflict { actual, .. }) => {
                 let mut follow = self.inner.follow.lock();
                 follow.latest_known = follow.latest_known.max(*actual);
@@ -584,6 +616,13 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Another writer of this process (a usage queue) appended `version`: the follower reads it at
+/// once.
+pub(super) fn written(inner: &Inner, version: u64) {
+    note_latest(inner, version);
+    inner.wake.notify_one();
+}
+
 fn note_latest(inner: &Inner, version: u64) {
     let mut follow = inner.follow.lock();
     follow.latest_known = follow.latest_known.max(version);
@@ -601,7 +640,16 @@ async fn catch_up(inner: &Inner, client: &impl GenericClient) -> Result<(), Sync
         match rows.first() {
             Some((first, _)) if *first == applied + 1 => {
                 let full = rows.len() as i64 == log::TAIL_PAGE;
-                let last = apply_rows(inner, applied, rows)?;
+                // On a blocking thread: a page of large entries (a usage batch of a thousand
+                // turns) is milliseconds of work, which would hold a runtime worker that the
+                // gateway's requests and the replica's own writes need.
+                let (store, tables) = (inner.store.clone(), inner.tables);
+                let last =
+                    tokio::task::spawn_blocking(move || apply_rows(&store, &tables, applied, rows))
+                        .await
+                        .map_err(|e| SyncError::Worker {
+                            reason: format!("applying the log after version {applied}: {e}"),
+                        })??;
                 note_latest(inner, last);
                 stuck = 0;
                 if !full {
@@ -635,14 +683,17 @@ async fn catch_up(inner: &Inner, client: &impl GenericClient) -> Result<(), Sync
 
 /// Applies consecutive rows after `applied`, each in its own store transaction; returns the last
 /// version applied.
-fn apply_rows(inner: &Inner, mut applied: u64, rows: Vec<(u64, String)>) -> Result<u64, SyncError> {
+fn apply_rows(
+    store: &Store,
+    tables: &SyncTables,
+    mut applied: u64,
+    rows: Vec<(u64, String)>,
+) -> Result<u64, SyncError> {
     for (version, body) in rows {
         if version != applied + 1 {
             break;
         }
-        inner
-            .store
-            .write(|tx| wire::apply_entry(tx, &inner.tables, version, &body))?;
+        store.write(|tx| wire::apply_entry(tx, tables, version, &body))?;
         applied = version;
     }
     Ok(applied)

@@ -19,6 +19,10 @@
 //! version order (`usage::learn_with`, every tool named counting: a gateway's live tools are
 //! not in the other replicas' `tools` tables). Two replicas counting the same row at once
 //! therefore lose nothing: PostgreSQL orders their entries and every replica adds both. An
+//! A batch of turns (`sync::usage`, one entry per replica per interval) is an entry
+//! `{"turns":[{"called":[...],...}, ...]}`, counted as one `learn` per turn in that order
+//! (`usage::learn_all_with`); a build older than batches refuses such an entry, so upgrade
+//! every replica before a gateway sends them. An
 //! entry may hold changes and evidence; the changes are applied first, and a failure of either
 //! refuses the whole entry. `changes` may be absent (read as none), and a field this build
 //! does not know refuses the entry, rather than applying part of what it means.
@@ -35,7 +39,7 @@ use crate::store::{
     Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
 };
 use crate::tools::Tool;
-use crate::usage::{Known, TurnUse, Usage, learn_with};
+use crate::usage::{Known, TurnUse, Usage, learn_all_with, learn_with};
 use crate::{HOOKS, SKILLS, TOOLS, USAGE};
 
 use super::SyncError;
@@ -176,6 +180,9 @@ pub(crate) struct WireEntry {
     pub changes: Vec<WireChange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learn: Option<TurnUse>,
+    /// A replica's batch of turns (`sync::usage`), counted in this order after `learn`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnUse>,
 }
 
 impl WireEntry {
@@ -183,7 +190,15 @@ impl WireEntry {
     pub(crate) fn changes(changes: Vec<WireChange>) -> WireEntry {
         WireEntry {
             changes,
-            learn: None,
+            ..WireEntry::default()
+        }
+    }
+
+    /// An entry of a batch of turns' evidence only.
+    pub(crate) fn turns(turns: Vec<TurnUse>) -> WireEntry {
+        WireEntry {
+            turns,
+            ..WireEntry::default()
         }
     }
 
@@ -374,8 +389,8 @@ pub(crate) fn apply_changes(
     Ok(())
 }
 
-/// Applies one entry's changes, then counts its usage evidence, to `tx`; on error the caller
-/// rolls both back.
+/// Applies one entry's changes, then counts its usage evidence (its one turn, then its batch),
+/// to `tx`; on error the caller rolls both back.
 pub(crate) fn apply_body(
     tx: &mut WriteTxn,
     tables: &SyncTables,
@@ -384,6 +399,9 @@ pub(crate) fn apply_body(
     apply_changes(tx, tables, &entry.changes)?;
     if let Some(turn) = &entry.learn {
         learn_with(tx, turn, Known::Any)?;
+    }
+    if !entry.turns.is_empty() {
+        learn_all_with(tx, &entry.turns, Known::Any)?;
     }
     Ok(())
 }
@@ -603,6 +621,7 @@ mod tests {
     fn a_learn_entry_round_trips_and_entries_without_it_still_read() {
         let entry = WireEntry {
             changes: Vec::new(),
+            turns: Vec::new(),
             learn: Some(
                 TurnUse::new(["fs/cd", "fs/mv", "fs/cd"])
                     .with_sent(["fs/mv"])
@@ -670,6 +689,44 @@ mod tests {
                 version: 4,
                 refused: 3
             }
+        );
+    }
+
+    #[test]
+    fn a_batch_entry_counts_its_turns_as_one_entry_per_turn_would() {
+        let turns = vec![
+            TurnUse::new(["fs/cd", "live/x"]).with_sent(["fs/cd"]),
+            TurnUse::new(["live/x", "fs/cd", "live/x"]).with_previous(["fs/cd", "live/x"]),
+            TurnUse::new(["fs/mv"]),
+        ];
+        let (batched, batched_tables) = replica_store();
+        let body = WireEntry::turns(turns.clone()).encode().expect("encodes");
+        assert!(
+            body.starts_with(r#"{"turns":[{"called":["fs/cd","live/x"]"#),
+            "{body}"
+        );
+        assert!(apply(&batched, &batched_tables, 1, &body).0);
+        let (each, each_tables) = replica_store();
+        for (version, turn) in (1..).zip(&turns) {
+            let body = WireEntry {
+                learn: Some(turn.clone()),
+                ..WireEntry::default()
+            };
+            let body = body.encode().expect("encodes");
+            assert!(apply(&each, &each_tables, version, &body).0);
+        }
+        assert_eq!(
+            usage_rows(&batched.snapshot()),
+            usage_rows(&each.snapshot())
+        );
+        assert_eq!(usage_rows(&batched.snapshot()).len(), 3);
+
+        // A batch beside a change no build can apply is refused with it, whole.
+        let bad = r#"{"changes":[{"table":"nope","key":"k","after":null}],"turns":[{"called":["fs/mv"]}]}"#;
+        assert!(!apply(&batched, &batched_tables, 2, bad).0);
+        assert_eq!(
+            usage_rows(&batched.snapshot()),
+            usage_rows(&each.snapshot())
         );
     }
 

@@ -163,6 +163,20 @@ pub fn learn_all(tx: &mut WriteTxn, turns: &[TurnUse]) -> Result<(), StoreError>
     write(tx, rows)
 }
 
+/// [`learn_all`], counting the tools `known` says: the batch of a replica's log entry.
+#[cfg(feature = "postgres")]
+pub(crate) fn learn_all_with(
+    tx: &mut WriteTxn,
+    turns: &[TurnUse],
+    known: Known,
+) -> Result<(), StoreError> {
+    let mut rows: HashMap<&str, Usage> = HashMap::new();
+    for turn in turns {
+        count(tx, &mut rows, turn, known)?;
+    }
+    write(tx, rows)
+}
+
 /// [`learn`], counting the tools `known` says.
 pub(crate) fn learn_with(
     tx: &mut WriteTxn,

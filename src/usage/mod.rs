@@ -75,7 +75,7 @@ pub use file::{
 };
 // For sync: a replica applies the evidence of every tool named, as its log carries it.
 #[cfg(feature = "postgres")]
-pub(crate) use learn::{Known, learn_with};
+pub(crate) use learn::{Known, learn_all_with, learn_with};
 pub use learn::{TurnUse, learn, learn_all};
 pub use queue::{BatchLimits, UsageQueue};
 pub(crate) use record::schema;

@@ -149,7 +149,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // Usage, learned from each session's turns: in the shared log with --state, else in a
     // file beside the configuration.
     options.usage_sink = match (&shared, &sources.mcp_config) {
-        (Some(shared), _) => Some(shared.usage_sink(live.runtime.handle())),
+        (Some(shared), _) => Some(shared.usage_sink()),
         (None, Some(config)) => Some(usage_file(&loaded.store, config, sources.usage.as_deref())?),
         (None, None) => None,
     };
@@ -187,6 +187,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             }
         }
     });
+    // The sessions have ended (their last turns queued): what the queue holds goes now.
+    if let Some(shared) = &shared {
+        shared.flush_usage(&live.runtime);
+    }
     served.map_err(|e| format!("serve: {e}"))
 }
 

@@ -8,13 +8,12 @@
 //! call's events go to the `audit` table. The quarantine's trust state is the shared one
 //! (`Replica::quarantine`) instead of the configuration's trust file: one approval
 //! (`capstore approve --state URL`), every gateway. So is usage: each session's turns go to the
-//! log (`Replica::learn`), and every gateway learns from every gateway's calls.
-
-use std::sync::Arc;
+//! log in batches (`Replica::usage_queue`: one entry per gateway per second at most, or per
+//! 1,000 turns), and every gateway learns from every gateway's calls.
 
 use capstore::events::EventSubscription;
 use capstore::gateway::UsageSink;
-use capstore::sync::{AuditLog, Batch, Replica, SyncOptions};
+use capstore::sync::{AuditLog, Batch, LOG_BATCH_LIMITS, Replica, ReplicaUsageQueue, SyncOptions};
 use capstore::{EventBus, HANDLERS, HOOKS, SKILLS, Snapshot, Store, Subscription, TOOLS};
 
 use super::source::progress;
@@ -22,9 +21,15 @@ use super::source::progress;
 /// How long the gateway waits for its own catalog write to come back through the log.
 const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long the gateway, stopping, may take to send the usage it holds.
+const USAGE_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What keeps the sharing going: dropped when the gateway stops.
 pub(crate) struct SharedState {
-    replica: Arc<Replica>,
+    /// Its follower keeps the gateway's store (through the mirror) on the log's version.
+    _replica: Replica,
+    /// The sessions' finished turns, sent through the log in batches.
+    usage: ReplicaUsageQueue,
     _mirror: Subscription,
     _audit: AuditLog,
     _recording: EventSubscription,
@@ -58,20 +63,29 @@ pub(crate) fn shown_url(url: &str) -> &str {
 }
 
 impl SharedState {
-    /// Where the gateway's finished turns go: the shared log (`Replica::learn`, on `runtime`),
-    /// so that every gateway learns from every gateway's calls; the log's usage comes back
-    /// into the gateway's store through the mirror. A turn the log does not take (PostgreSQL
-    /// away) is lost, and said on stderr; the gateway goes on serving.
-    pub(crate) fn usage_sink(&self, runtime: &tokio::runtime::Handle) -> UsageSink {
-        let (replica, runtime) = (Arc::clone(&self.replica), runtime.clone());
+    /// Where the gateway's finished turns go: the replica's usage queue, which sends them
+    /// through the shared log in batches, so that every gateway learns from every gateway's
+    /// calls; the log's usage comes back into the gateway's store through the mirror. While
+    /// PostgreSQL is away the queue holds the turns and tries again; the gateway goes on
+    /// serving.
+    pub(crate) fn usage_sink(&self) -> UsageSink {
+        let queue = self.usage.clone();
         UsageSink::new(move |turn| {
-            let replica = Arc::clone(&replica);
-            runtime.spawn(async move {
-                if let Err(e) = replica.learn(turn).await {
-                    progress(&format!("usage: a turn not shared: {e}"));
-                }
-            });
+            queue.push(turn);
         })
+    }
+
+    /// Sends the usage held, before the gateway's runtime stops (what fails is said on stderr).
+    pub(crate) fn flush_usage(&self, runtime: &tokio::runtime::Runtime) {
+        let flushed = runtime.block_on(tokio::time::timeout(USAGE_FLUSH_WAIT, self.usage.flush()));
+        let held = self.usage.status().pending;
+        match flushed {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => progress(&format!("usage: {held} turns not shared: {e}")),
+            Err(_) => progress(&format!(
+                "usage: {held} turns not shared within {USAGE_FLUSH_WAIT:?}"
+            )),
+        }
     }
 }
 
@@ -113,8 +127,10 @@ pub(crate) fn share(
             "sharing the catalog through PostgreSQL (namespace {ns}) at version {}",
             replica.version()
         ));
+        let usage = replica.usage_queue(LOG_BATCH_LIMITS);
         Ok::<SharedState, String>(SharedState {
-            replica: Arc::new(replica),
+            _replica: replica,
+            usage,
             _mirror: mirror,
             _audit: audit,
             _recording: recording,
