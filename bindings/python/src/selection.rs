@@ -29,8 +29,9 @@ pub(crate) struct SelectedTool {
     /// Why it was selected, strongest first, as sentences (the library's `Reason`).
     #[pyo3(get)]
     reasons: Vec<String>,
-    /// The channel that brought it, as a phrase: "asked for by this message", "from the
-    /// conversation", "brought by a tool it goes with", "kept from the last turn", "pinned".
+    /// The channel that brought it, as a phrase: "asked for by this message", "brought by a
+    /// skill the message matched", "from the conversation", "brought by a tool it goes with",
+    /// "kept from the last turn", "pinned".
     #[pyo3(get)]
     channel: String,
     /// The channel's kind: "message", "skill", "conversation", "companion", "kept", "pinned"
