@@ -65,7 +65,7 @@ struct Follow {
     last_error: Option<String>,
 }
 
-pub(super) struct Inner {
+struct Inner {
     url: String,
     options: SyncOptions,
     store: Store,
@@ -417,12 +417,17 @@ impl Replica {
     /// # Ok(()) }
     /// ```
     pub fn usage_queue(&self, limits: BatchLimits) -> ReplicaUsageQueue {
+        let replica = Arc::downgrade(&self.inner);
         ReplicaUsageQueue::start(
             self.inner.url.clone(),
             self.inner.options.clone(),
             limits,
             &self.runtime,
-            Arc::downgrade(&self.inner),
+            Box::new(move |version| {
+                if let Some(inner) = replica.upgrade() {
+                    written(&inner, version);
+                }
+            }),
         )
     }
 
@@ -618,7 +623,7 @@ impl Drop for AbortOnDrop {
 
 /// Another writer of this process (a usage queue) appended `version`: the follower reads it at
 /// once.
-pub(super) fn written(inner: &Inner, version: u64) {
+fn written(inner: &Inner, version: u64) {
     note_latest(inner, version);
     inner.wake.notify_one();
 }

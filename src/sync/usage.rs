@@ -60,8 +60,8 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -72,7 +72,6 @@ use tokio_postgres::Client;
 use crate::usage::{BatchLimits, TurnUse};
 
 use super::log::{self, timed};
-use super::replica::{Inner as ReplicaInner, written};
 use super::wire::WireEntry;
 use super::{SyncError, SyncOptions};
 
@@ -180,9 +179,13 @@ struct Queue {
     closed: AtomicBool,
     /// The queue's own connection; its lock orders the batches.
     conn: tokio::sync::Mutex<Option<Client>>,
-    /// The replica, woken after a batch is sent (so it applies it at once).
-    replica: Weak<ReplicaInner>,
+    /// Tells the replica a batch was appended at this version, so it applies it at once
+    /// (a no-op once the replica is gone).
+    written: Written,
 }
+
+/// What a queue calls after it appended a batch: the log version written.
+pub(super) type Written = Box<dyn Fn(u64) + Send + Sync>;
 
 #[derive(Default)]
 struct Held {
@@ -248,7 +251,7 @@ impl ReplicaUsageQueue {
         options: SyncOptions,
         limits: BatchLimits,
         runtime: &tokio::runtime::Handle,
-        replica: Weak<ReplicaInner>,
+        written: Written,
     ) -> ReplicaUsageQueue {
         let queue = Arc::new(Queue {
             sender: sender_name(&options.replica),
@@ -262,7 +265,7 @@ impl ReplicaUsageQueue {
             wake: Notify::new(),
             closed: AtomicBool::new(false),
             conn: tokio::sync::Mutex::new(None),
-            replica,
+            written,
         });
         let task = runtime.spawn(run(Arc::clone(&queue)));
         ReplicaUsageQueue {
@@ -449,8 +452,8 @@ impl Queue {
                 }
                 held.status.last_error = None;
                 drop(held);
-                if let (Some(version), Some(replica)) = (version, self.replica.upgrade()) {
-                    written(&replica, version);
+                if let Some(version) = version {
+                    (self.written)(version);
                 }
                 Ok(version)
             }
