@@ -439,6 +439,36 @@ fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
             .unwrap_or_else(|| panic!("{series} in\n{metrics}"));
         assert!(value >= at_least, "{series} {value}");
     }
+    // The page lists the clients with their scopes, and each recent call with its client.
+    let (head, _) = get(&gateway, &format!("/?token={}", page_token(&gateway)), &[]);
+    let cookie = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("set-cookie: ")
+                .map(str::to_string)
+        })
+        .and_then(|c| c.split(';').next().map(str::to_string))
+        .expect("the page's cookie");
+    let (head, live) = get(&gateway, "/admin/live", &[("Cookie", &cookie)]);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let live: serde_json::Value = serde_json::from_str(
+        live.trim()
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or(&live),
+    )
+    .expect("JSON");
+    let shown = live["clients"].as_str().expect("clients");
+    assert!(
+        shown.contains("timekeeper") && shown.contains("servers time"),
+        "{shown}"
+    );
+    let calls = live["calls"].as_str().expect("calls");
+    assert!(
+        calls.contains("<td>echoer</td>") && calls.contains("refused"),
+        "{calls}"
+    );
     assert!(clients(&["revoke", "echoer"]).contains("revoked echoer"));
     let out = python(&["revoked", &echoer]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -451,29 +481,44 @@ fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `GET /metrics` of a gateway over HTTP, with the page's token as the bearer.
-fn scrape(gateway: &HttpGateway) -> String {
+/// `GET PATH` of a gateway over HTTP with `headers`: the reply's head and body (CRLFs as LFs).
+fn get(gateway: &HttpGateway, path: &str, headers: &[(&str, &str)]) -> (String, String) {
     use std::io::{Read, Write};
-    let token = gateway
-        .page
-        .split_once("token=")
-        .map(|(_, t)| t)
-        .expect("token");
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", gateway.port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\n\
-         Connection: close\r\n\r\n",
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
         gateway.port
-    )
-    .expect("send");
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("send");
     let mut reply = String::new();
     stream.read_to_string(&mut reply).expect("read");
-    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    reply.replace("\r\n", "\n")
+    let reply = reply.replace("\r\n", "\n");
+    let (head, body) = reply.split_once("\n\n").unwrap_or((&reply, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// The admin page's token, from the address the gateway printed.
+fn page_token(gateway: &HttpGateway) -> &str {
+    gateway
+        .page
+        .split_once("token=")
+        .map(|(_, t)| t)
+        .expect("token")
+}
+
+/// `GET /metrics` of a gateway over HTTP, with the page's token as the bearer.
+fn scrape(gateway: &HttpGateway) -> String {
+    let bearer = format!("Bearer {}", page_token(gateway));
+    let (head, body) = get(gateway, "/metrics", &[("Authorization", &bearer)]);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    body
 }
 
 /// The gateway learns from the calls it forwards: a session's run of calls is a turn (a search

@@ -1,4 +1,5 @@
-//! The recent calls, as the executor tells them on the gateway's event bus.
+//! The recent calls, as the executor tells them on the gateway's event bus, with the client
+//! that made each (its `GatewayCall` event), and the calls refused before they ran.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -20,6 +21,10 @@ pub(super) struct Call {
     pub(super) at: SystemTime,
     /// `None` while it runs; then how long it took and its error, if it failed.
     pub(super) outcome: Option<(Duration, Option<String>)>,
+    /// The client that made it, over HTTP with clients.
+    pub(super) client: Option<String>,
+    /// The call's id.
+    pub(super) call_id: String,
 }
 
 #[derive(Default)]
@@ -51,6 +56,12 @@ impl Calls {
                     tool,
                     error,
                 } => log.end(call_id, tool, Some(error.clone())),
+                Event::GatewayCall {
+                    client,
+                    call_id,
+                    tool,
+                    outcome,
+                } => log.by_client(call_id, tool, client, outcome),
                 _ => {}
             }
         });
@@ -66,10 +77,12 @@ impl Calls {
         let mut running: Vec<Call> = log
             .running
             .iter()
-            .map(|((_, tool), (_, at))| Call {
+            .map(|((call_id, tool), (_, at))| Call {
                 tool: tool.clone(),
                 at: *at,
                 outcome: None,
+                client: None,
+                call_id: call_id.clone(),
             })
             .collect();
         running.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| a.tool.cmp(&b.tool)));
@@ -86,14 +99,47 @@ impl Log {
         let Some((started, at)) = self.running.remove(&key) else {
             return;
         };
-        if self.done.len() == KEEP {
-            self.done.pop_front();
-        }
-        self.done.push_back(Call {
+        self.push(Call {
             tool: tool.to_string(),
             at,
             outcome: Some((started.elapsed(), error)),
+            client: None,
+            call_id: call_id.to_string(),
         });
+    }
+
+    fn push(&mut self, call: Call) {
+        if self.done.len() == KEEP {
+            self.done.pop_front();
+        }
+        self.done.push_back(call);
+    }
+
+    /// A client's call ended: the call it ran is marked with the client; a call refused before
+    /// it ran (no events of its own) is added as refused.
+    fn by_client(&mut self, call_id: &str, tool: &str, client: &str, outcome: &str) {
+        if let Some(call) = self
+            .done
+            .iter_mut()
+            .rev()
+            .find(|c| c.call_id == call_id && c.client.is_none())
+            .filter(|_| outcome != "refused")
+        {
+            call.client = Some(client.to_string());
+            return;
+        }
+        if outcome == "refused" {
+            self.push(Call {
+                tool: tool.to_string(),
+                at: SystemTime::now(),
+                outcome: Some((
+                    Duration::ZERO,
+                    Some("refused: held back, unknown, or outside the client's scope".into()),
+                )),
+                client: Some(client.to_string()),
+                call_id: call_id.to_string(),
+            });
+        }
     }
 }
 
@@ -132,6 +178,28 @@ mod tests {
             elapsed: Duration::ZERO,
         });
         assert_eq!(calls.recent().len(), 2);
+        // A client's call is marked with it; one refused before it ran is shown refused.
+        bus.emit(&Event::GatewayCall {
+            client: "ci".into(),
+            call_id: "1".into(),
+            tool: "fs/read".into(),
+            outcome: "error".into(),
+        });
+        bus.emit(&Event::GatewayCall {
+            client: "ci".into(),
+            call_id: "7".into(),
+            tool: "fs/delete".into(),
+            outcome: "refused".into(),
+        });
+        let recent = calls.recent();
+        assert_eq!(recent.len(), 3);
+        assert_eq!(recent[1].tool, "fs/delete");
+        assert_eq!(recent[1].client.as_deref(), Some("ci"));
+        assert!(recent[1].outcome.as_ref().is_some_and(|(_, e)| e.is_some()));
+        assert_eq!(
+            (recent[2].tool.as_str(), recent[2].client.as_deref()),
+            ("fs/read", Some("ci"))
+        );
         for i in 0..KEEP + 5 {
             bus.emit(&started(&i.to_string(), "t/t"));
             bus.emit(&Event::ToolCallFinished {

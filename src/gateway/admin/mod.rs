@@ -57,6 +57,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use serde_json::{Value, json};
 
+use super::clients::Clients;
 use super::metrics::PATH as METRICS;
 use super::server::{Gateway, GatewayError};
 use crate::mcp::live::{McpHub, QuarantineReason, fingerprint};
@@ -199,11 +200,11 @@ impl Page {
             &self.mcp_url,
             &part("servers"),
             &part("quarantine"),
+            &part("clients"),
             &part("calls"),
         )
     }
 
-    /// The live sections, rendered.
     /// `GET /metrics` for a scraper: the token as a bearer (or the page's cookie).
     fn metrics<B>(&self, request: &Request<B>) -> Response<Body> {
         if request.method() != Method::GET {
@@ -226,10 +227,14 @@ impl Page {
         )
     }
 
+    /// The live sections, rendered.
     fn live(&self) -> Value {
         json!({
             "servers": render::servers(self.gateway.hub().map(|hub| hub.status()).as_deref()),
             "quarantine": self.quarantine(),
+            "clients": render::clients(
+                &self.gateway.clients().map(Clients::list).unwrap_or_default()
+            ),
             "calls": render::calls(&self.calls.recent()),
         })
     }

@@ -4,7 +4,7 @@
 // gateway already escaped; this script never builds markup from text.
 'use strict';
 
-const sections = ['servers', 'quarantine', 'calls'];
+const sections = ['servers', 'quarantine', 'clients', 'calls'];
 const shown = new Map();
 
 function setLive(text, ok) {

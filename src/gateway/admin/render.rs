@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 
 use serde_json::Value;
 
+use crate::gateway::ClientRecord;
 use crate::mcp::live::{QuarantineReason, ServerState, ServerStatus};
 
 use super::archive::{Definition, Held};
@@ -47,7 +48,13 @@ fn from_unix(secs: u64) -> SystemTime {
 }
 
 /// The whole page, with the live sections as they are now.
-pub(super) fn shell(mcp_url: &str, servers: &str, quarantine: &str, calls: &str) -> String {
+pub(super) fn shell(
+    mcp_url: &str,
+    servers: &str,
+    quarantine: &str,
+    clients: &str,
+    calls: &str,
+) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -80,6 +87,10 @@ pub(super) fn shell(mcp_url: &str, servers: &str, quarantine: &str, calls: &str)
 <button type="submit">Search</button>
 </form>
 <div id="results"></div>
+</section>
+<section>
+<h2>Clients</h2>
+<div id="clients">{clients}</div>
 </section>
 <section>
 <h2>Recent calls</h2>
@@ -356,6 +367,7 @@ pub(super) fn calls(calls: &[Call]) -> String {
     let mut rows = String::new();
     for call in calls {
         let (server, _) = call.tool.split_once('/').unwrap_or(("", &call.tool));
+        let client = call.client.as_deref().unwrap_or("");
         let (class, status, took, error) = match &call.outcome {
             None => ("connecting", "running", String::new(), ""),
             Some((took, None)) => (
@@ -372,16 +384,37 @@ pub(super) fn calls(calls: &[Call]) -> String {
             ),
         };
         rows.push_str(&format!(
-            r#"<tr><td>{at}</td><td><b class="tool">{tool}</b></td><td>{server}</td><td><span class="state {class}">{status}</span></td><td class="num">{took}</td><td class="reason">{error}</td></tr>"#,
+            r#"<tr><td>{at}</td><td><b class="tool">{tool}</b></td><td>{server}</td><td>{client}</td><td><span class="state {class}">{status}</span></td><td class="num">{took}</td><td class="reason">{error}</td></tr>"#,
             at = clock(call.at),
             tool = esc(&call.tool),
             server = esc(server),
+            client = esc(client),
             error = esc(error),
         ));
     }
     format!(
-        "<table><thead><tr><th>Started</th><th>Tool</th><th>Server</th><th>Status</th>\
-         <th>Duration</th><th>Error</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<table><thead><tr><th>Started</th><th>Tool</th><th>Server</th><th>Client</th>\
+         <th>Status</th><th>Duration</th><th>Error</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+}
+
+/// The clients of `capstore clients`, each with its scope.
+pub(super) fn clients(clients: &[ClientRecord]) -> String {
+    if clients.is_empty() {
+        return r#"<p class="muted">No clients: MCP requests need no token (one person on loopback). <code>capstore clients add NAME</code> makes one.</p>"#.into();
+    }
+    let rows: String = clients
+        .iter()
+        .map(|c| {
+            format!(
+                r#"<tr><td><b>{name}</b></td><td>{scope}</td></tr>"#,
+                name = esc(&c.name),
+                scope = esc(&c.scope.to_string())
+            )
+        })
+        .collect();
+    format!(
+        "<table><thead><tr><th>Client</th><th>May use</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 }
 
@@ -410,9 +443,12 @@ mod tests {
             tool: "s/<b>".into(),
             at: SystemTime::now(),
             outcome: Some((std::time::Duration::from_millis(12), Some(hostile.into()))),
+            client: Some("<i>ci</i>".into()),
+            call_id: "1".into(),
         };
         let html = calls(&[call]);
         assert!(!html.contains("<script>") && html.contains("12 ms") && html.contains("failed"));
+        assert!(html.contains("&lt;i&gt;ci&lt;/i&gt;"), "{html}");
     }
 
     fn held(new: &str) -> HeldTool {
