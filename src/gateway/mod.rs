@@ -83,11 +83,13 @@
 //! scraper keeps one). The metrics are counted from the executor's events and the searches.
 //!
 //! # What it costs
-//! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP and `sha2`.
-//! Per request: one snapshot and one selection (`search_tools`, tens of microseconds at 10k
-//! tools), or one forwarded call; per turn of a session, one store transaction of usage. Measured in BENCHMARKS.md. Over HTTP, the admin page records
-//! each upstream definition it has not seen (one small file beside the trust file) and costs
-//! nothing more until it is opened; an open page asks once a second.
+//! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP, `sha2` and
+//! `prometheus-client`. Per request: one snapshot and one selection (`search_tools`, tens of
+//! microseconds at 10k tools), or one forwarded call; a session's finished turn is a push onto
+//! the usage queue, written in batches. With clients, a request's token is hashed once and the
+//! clients file's modification time read. Measured in BENCHMARKS.md. Over HTTP, the admin page
+//! records each upstream definition it has not seen (one small file beside the trust file) and
+//! costs nothing more until it is opened; an open page asks once a second.
 //!
 //! ```no_run
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
