@@ -71,14 +71,7 @@ impl Tool {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
     {
-        let then: Then = Box::new(move |tx: &mut WriteTxn, key: &str| {
-            tx.upsert(&HANDLERS, ToolHandler::new(key, handler))
-                .map(drop)
-        });
-        Registration {
-            tool: self,
-            then: Some(then),
-        }
+        self.with_handler_for_key(move |key| ToolHandler::new(key, handler))
     }
 
     /// This tool with a plain, non-async function as its handler
@@ -104,10 +97,16 @@ impl Tool {
     where
         F: Fn(Value) -> Result<Value, HandlerError> + Send + Sync + 'static,
     {
-        let then: Then = Box::new(move |tx: &mut WriteTxn, key: &str| {
-            tx.upsert(&HANDLERS, ToolHandler::sync(key, handler))
-                .map(drop)
-        });
+        self.with_handler_for_key(move |key| ToolHandler::sync(key, handler))
+    }
+
+    /// This tool with the handler `make` builds for its key, written once the tool is in.
+    fn with_handler_for_key(
+        self,
+        make: impl FnOnce(&str) -> ToolHandler + Send + 'static,
+    ) -> Registration {
+        let then: Then =
+            Box::new(move |tx: &mut WriteTxn, key: &str| tx.upsert(&HANDLERS, make(key)).map(drop));
         Registration {
             tool: self,
             then: Some(then),
@@ -181,11 +180,7 @@ where
     F: Fn(HookContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<HookOutcome, HandlerError>> + Send + 'static,
 {
-    tx.all_or_nothing(|tx| {
-        let id = tx.insert(&HOOKS, hook)?;
-        tx.upsert(&HOOK_HANDLERS, HookHandler::new(&*id, handler))?;
-        Ok(id)
-    })
+    insert_hook(tx, hook, |id| HookHandler::new(id, handler))
 }
 
 /// Adds `hook` and a plain, non-async function as its handler ([`HookHandler::sync`]) inside
@@ -209,9 +204,18 @@ pub fn register_sync_hook<F>(
 where
     F: Fn(HookContext) -> HookOutcome + Send + Sync + 'static,
 {
+    insert_hook(tx, hook, |id| HookHandler::sync(id, handler))
+}
+
+/// `hook` and the handler `make` builds for its id, all or nothing; the id.
+fn insert_hook(
+    tx: &mut WriteTxn,
+    hook: Hook,
+    make: impl FnOnce(&str) -> HookHandler,
+) -> Result<Arc<str>, StoreError> {
     tx.all_or_nothing(|tx| {
         let id = tx.insert(&HOOKS, hook)?;
-        tx.upsert(&HOOK_HANDLERS, HookHandler::sync(&*id, handler))?;
+        tx.upsert(&HOOK_HANDLERS, make(&id))?;
         Ok(id)
     })
 }
