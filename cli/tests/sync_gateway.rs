@@ -2,6 +2,8 @@
 //! a tool written here is found by the gateway's `search_tools`; the gateway's catalog comes back
 //! here through the log; a call through the gateway lands in the `audit` table. Two gateway
 //! processes share one trust state: a rug pull held on both is approved once, and runs on both.
+//! Two gateways over HTTP share their clients: one added once is known by both with its scope,
+//! and one revoked once is refused by both.
 
 #[path = "common/gateway.rs"]
 mod gateway;
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use capstore::sync::{AuditLog, Batch, Replica};
 use capstore::{Event, TOOLS, Tool};
-use gateway::GatewayProcess as Gateway;
+use gateway::{GatewayProcess as Gateway, HttpGateway};
 use serde_json::json;
 
 fn root() -> &'static Path {
@@ -338,4 +340,215 @@ fn what_one_gateway_learns_every_gateway_knows() {
         .sum();
     assert_eq!(turns, 2, "{entries:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `capstore clients add --state` once: both gateways of the shared state know the client and
+/// hold it to its scope, and its calls are audited under its name; `clients revoke --state`
+/// once: both refuse its token, each as soon as its replica applies the change. `/metrics`
+/// says where each replica is in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_added_or_revoked_once_is_known_or_refused_by_every_gateway() {
+    let (url, options) = (pg::url(), pg::options("clients"));
+    let ns = options.namespace.clone();
+    let state = ["--state", url.as_str(), "--namespace", ns.as_str()];
+    let clients = |args: &[&str]| {
+        let out = capstore(&[&["clients"], args, &state].concat());
+        let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let token = clients(&["add", "ci", "--tool", "f/echo"]);
+    assert!(token.starts_with("cst_") && token.len() == 68, "{token}");
+    let listed = clients(&["list"]);
+    assert!(
+        listed.contains("ci") && listed.contains("tools f/echo"),
+        "{listed}"
+    );
+    // A name once, across the shared state too.
+    let again = capstore(&[&["clients", "add", "ci"][..], &state].concat());
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("a client named `ci` exists"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    let base = std::env::temp_dir().join(format!("capstore-sync-clients-{}", std::process::id()));
+    let gateways: Vec<HttpGateway> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let extra = [&["--no-quarantine"][..], &state].concat();
+            HttpGateway::start(&config(&base.join(name)), "127.0.0.1:0", &extra)
+        })
+        .collect();
+    for gateway in &gateways {
+        assert_eq!(initialize(gateway, None), 401, "no token, no session");
+        assert_eq!(
+            initialize(gateway, Some(&token)),
+            200,
+            "the shared client's token"
+        );
+        // Its scope came with it: its echo runs, the rest of its server is refused.
+        let out = std::process::Command::new(root().join(".test-deps/venv/bin/python"))
+            .arg(root().join("tests/gateway/scoped_client.py"))
+            .args([&gateway.mcp, "echoer", &token])
+            .current_dir(root())
+            .output()
+            .expect("the client runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("gateway-scopes: 3 passed, 0 failed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Who called what: both gateways' calls, in the shared audit, under the client's name.
+    let started = Instant::now();
+    loop {
+        let audited = AuditLog::read(&url, &options).await.expect("read audit");
+        let by_ci = |outcome: &str| {
+            audited
+                .iter()
+                .filter(|(_, event)| {
+                    matches!(event, Event::GatewayCall { client, outcome: o, .. }
+                        if client == "ci" && o == outcome)
+                })
+                .count()
+        };
+        // Per gateway: two echoes ran, one call was refused.
+        if by_ci("ok") >= 4 && by_ci("refused") >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < pg::SEE,
+            "the audit lacks ci's calls: {audited:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let revoked = clients(&["revoke", "ci"]);
+    assert!(revoked.contains("revoked ci"), "{revoked}");
+    let here = Replica::open(&url, options.clone()).await.expect("open");
+    let version = here.version();
+    for gateway in &gateways {
+        let started = Instant::now();
+        loop {
+            let status = initialize(gateway, Some(&token));
+            if status == 401 {
+                break;
+            }
+            assert!(
+                started.elapsed() < pg::SEE,
+                "gateway {} still takes the revoked token: {status}; clients {}",
+                gateway.mcp,
+                clients(&["list"])
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        eprintln!(
+            "{} refused the revoked token after {:?}",
+            gateway.mcp,
+            started.elapsed()
+        );
+        // Revoking the last client closed the gateway; it did not open it to everyone.
+        assert_eq!(
+            initialize(gateway, None),
+            401,
+            "no client left, still closed"
+        );
+        // Where its replica is: at the revocation's version or past it, following the log.
+        let metrics = metrics_of(gateway);
+        let gauge = |name: &str| -> f64 {
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+        };
+        assert!(gauge("capstore_gateway_replica_version") >= version as f64);
+        assert_eq!(gauge("capstore_gateway_replica_connected"), 1.0);
+        assert!(gauge("capstore_gateway_replica_behind") >= 0.0);
+    }
+    drop(gateways);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The status of an MCP `initialize` posted to `gateway`, with `token` as the bearer.
+fn initialize(gateway: &HttpGateway, token: Option<&str>) -> u16 {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "sync-clients", "version": "0"}},
+    })
+    .to_string();
+    let mut headers = vec![
+        ("Content-Type".to_string(), "application/json".to_string()),
+        (
+            "Accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization".into(), format!("Bearer {token}")));
+    }
+    let (head, _) = http(gateway, "POST", "/mcp", &headers, &body);
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"))
+}
+
+/// `/metrics` of `gateway`, with the page's token as the bearer.
+fn metrics_of(gateway: &HttpGateway) -> String {
+    let token = gateway
+        .page
+        .split_once("token=")
+        .map(|(_, t)| t)
+        .expect("token");
+    let (head, body) = http(
+        gateway,
+        "GET",
+        "/metrics",
+        &[("Authorization".into(), format!("Bearer {token}"))],
+        "",
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    body
+}
+
+/// One HTTP/1.1 request to `gateway` (the connection closed after): the reply's head and body.
+fn http(
+    gateway: &HttpGateway,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", gateway.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        gateway.port,
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut reply = String::new();
+    // An SSE answer may stay open; what came before the timeout is enough for the status.
+    let _ = stream.read_to_string(&mut reply);
+    let reply = reply.replace("\r\n", "\n");
+    let (head, body) = reply.split_once("\n\n").unwrap_or((&reply, ""));
+    (head.to_string(), body.to_string())
 }

@@ -6,12 +6,15 @@
 //! the token, in a file beside the MCP configuration ([`clients_path`], written `0600`).
 //! `capstore clients add NAME --mcp-config FILE` makes a token and prints it once;
 //! `capstore clients revoke NAME` removes it, and a running gateway refuses it from its next
-//! request (the file is read again when it changes).
+//! request (the file is read again when it changes). With `serve --state URL` the clients are
+//! shared by every gateway of the catalog through PostgreSQL instead (`sync::add_client`,
+//! `capstore clients --state URL`).
 //!
 //! With at least one client, `capstore serve --http` asks every MCP request for
-//! `Authorization: Bearer TOKEN` (`401` without a known one). A client's `tools/list`,
+//! `Authorization: Bearer TOKEN` (`401` without a known one), and goes on asking after the
+//! last one is revoked (revoking closes a gateway, never opens it). A client's `tools/list`,
 //! `search_tools` answers and calls see only its scope; a call outside it is refused with why,
-//! and never forwarded. With no client, the gateway is one person's on loopback, as before.
+//! and never forwarded. With no client ever, the gateway is one person's on loopback, as before.
 //!
 //! What it costs: a request's token is hashed once (SHA-256 of ~70 bytes) and looked up among
 //! the clients; the file's modification time is read once a request. A scope check is a few
@@ -19,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use parking_lot::RwLock;
@@ -115,6 +119,41 @@ pub struct ClientRecord {
     pub scope: Scope,
 }
 
+impl ClientRecord {
+    /// A new client named `name` with `scope`, and its token: `cst_` and 256 random bits in
+    /// hex, which the record keeps only the SHA-256 of. Errors: the name is empty, longer than
+    /// 64, or has other characters than letters, digits, `-`, `_` and `.`; no randomness.
+    ///
+    /// ```
+    /// use capstore::gateway::{ClientRecord, Scope};
+    /// let (record, token) = ClientRecord::issue("ci", Scope::default())?;
+    /// assert!(token.starts_with("cst_") && token.len() == 68);
+    /// assert!(!record.token_sha256.contains(&token[4..]));
+    /// assert!(ClientRecord::issue("two words", Scope::default()).is_err());
+    /// # Ok::<(), capstore::gateway::ClientsError>(())
+    /// ```
+    pub fn issue(name: &str, scope: Scope) -> Result<(ClientRecord, String), ClientsError> {
+        let fits = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        if name.is_empty() || name.len() > 64 || !name.chars().all(fits) {
+            return Err(ClientsError(format!(
+                "a client's name is 1 to 64 letters, digits, `-`, `_` or `.`, not `{name}`"
+            )));
+        }
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| ClientsError(format!("no random token: {e}")))?;
+        let token = format!(
+            "cst_{}",
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let record = ClientRecord {
+            name: name.to_string(),
+            token_sha256: sha256_hex(&token),
+            scope,
+        };
+        Ok((record, token))
+    }
+}
+
 /// The file's shape.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,9 +197,36 @@ pub fn clients_path(config: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The clients of a gateway, kept in a file ([`clients_path`]). Cheap to clone (shared); every
-/// method is safe from any thread. Read again when the file changes, so a revocation reaches a
-/// running gateway at its next request.
+/// Where a gateway's clients are kept when not in a file: a source the gateway reads on every
+/// request, so it must answer from memory (the replica's store, for `sync::Replica::clients`
+/// with features `postgres` and `gateway`). Adding and revoking are the source's own business.
+///
+/// ```
+/// use std::sync::Arc;
+/// use capstore::gateway::{ClientRecord, ClientSource, Clients, Scope};
+/// #[derive(Debug)]
+/// struct Fixed(Arc<[ClientRecord]>);
+/// impl ClientSource for Fixed {
+///     fn current(&self) -> Arc<[ClientRecord]> { Arc::clone(&self.0) }
+///     fn place(&self) -> String { "a fixed list".into() }
+/// }
+/// let (record, token) = ClientRecord::issue("ci", Scope::default())?;
+/// let clients = Clients::from_source(Arc::new(Fixed(Arc::from(vec![record]))));
+/// assert_eq!(clients.authenticate(&token).map(|c| c.name.to_string()), Some("ci".into()));
+/// assert!(clients.revoke("ci").is_err()); // only its source changes it
+/// # Ok::<(), capstore::gateway::ClientsError>(())
+/// ```
+pub trait ClientSource: Send + Sync + std::fmt::Debug {
+    /// The clients now. Called once a request: answer from memory.
+    fn current(&self) -> Arc<[ClientRecord]>;
+    /// Where they are kept, for messages (`the clients in PostgreSQL (namespace capstore)`).
+    fn place(&self) -> String;
+}
+
+/// The clients of a gateway: kept in a file ([`clients_path`], [`open`](Self::open)) or read
+/// from another [`ClientSource`] ([`from_source`](Self::from_source)). Cheap to clone (shared);
+/// every method is safe from any thread. A file is read again when it changes, so a
+/// revocation reaches a running gateway at its next request.
 ///
 /// ```
 /// use capstore::gateway::{Clients, Scope};
@@ -177,18 +243,28 @@ pub fn clients_path(config: &Path) -> PathBuf {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Clients {
-    inner: Arc<Inner>,
+    source: Source,
+    /// Set once there has been a client: from then on a token is asked even when none is left,
+    /// so that revoking the last client closes the gateway rather than opening it to everyone.
+    asks_tokens: Arc<AtomicBool>,
 }
 
+#[derive(Debug, Clone)]
+enum Source {
+    File(Arc<ClientsFileHandle>),
+    Other(Arc<dyn ClientSource>),
+}
+
+/// A clients file and what was last read from it.
 #[derive(Debug)]
-struct Inner {
+struct ClientsFileHandle {
     path: PathBuf,
     state: RwLock<State>,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    records: Vec<ClientRecord>,
+    records: Arc<[ClientRecord]>,
     /// The file's modification time when read (`None`: no file).
     seen: Option<SystemTime>,
 }
@@ -202,64 +278,67 @@ impl Clients {
         let path = path.into();
         let (records, seen) = read(&path)?;
         Ok(Clients {
-            inner: Arc::new(Inner {
+            source: Source::File(Arc::new(ClientsFileHandle {
                 path,
-                state: RwLock::new(State { records, seen }),
-            }),
+                state: RwLock::new(State {
+                    records: records.into(),
+                    seen,
+                }),
+            })),
+            asks_tokens: Arc::default(),
         })
     }
 
-    /// Adds a client named `name` with `scope`, and returns its token: 256 random bits, shown
-    /// this once (the file keeps its hash). Errors: the name is empty, taken, or has other
-    /// characters than letters, digits, `-`, `_` and `.`; the file cannot be written.
+    /// The clients `source` holds; [`add`](Self::add) and [`revoke`](Self::revoke) refuse
+    /// (the source is changed its own way).
+    ///
+    /// See [`ClientSource`].
+    pub fn from_source(source: Arc<dyn ClientSource>) -> Clients {
+        Clients {
+            source: Source::Other(source),
+            asks_tokens: Arc::default(),
+        }
+    }
+
+    /// Adds a client named `name` with `scope` to the file, and returns its token (see
+    /// [`ClientRecord::issue`]), shown this once: the file keeps its hash. Errors: the name is
+    /// not a client's name or is taken; the file cannot be written; the clients are kept
+    /// elsewhere than in a file.
     ///
     /// See the [type's example](Self).
     pub fn add(&self, name: &str, scope: Scope) -> Result<String, ClientsError> {
-        let fits = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-        if name.is_empty() || name.len() > 64 || !name.chars().all(fits) {
-            return Err(ClientsError(format!(
-                "a client's name is 1 to 64 letters, digits, `-`, `_` or `.`, not `{name}`"
-            )));
-        }
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| ClientsError(format!("no random token: {e}")))?;
-        let token = format!(
-            "cst_{}",
-            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        );
-        let mut state = self.inner.state.write();
-        self.refresh(&mut state)?;
+        let file = self.file()?;
+        let (record, token) = ClientRecord::issue(name, scope)?;
+        let mut state = file.state.write();
+        file.refresh(&mut state)?;
         if state.records.iter().any(|r| r.name == name) {
             return Err(ClientsError(format!(
                 "a client named `{name}` exists: revoke it first"
             )));
         }
-        let mut records = state.records.clone();
-        records.push(ClientRecord {
-            name: name.to_string(),
-            token_sha256: sha256_hex(&token),
-            scope,
-        });
-        state.seen = write(&self.inner.path, &records)?;
-        state.records = records;
+        let mut records = state.records.to_vec();
+        records.push(record);
+        state.seen = write(&file.path, &records)?;
+        state.records = records.into();
         Ok(token)
     }
 
-    /// Removes the client `name`: its token is refused from the next request on. Errors: no
-    /// such client; the file cannot be written.
+    /// Removes the client `name` from the file: its token is refused from the next request on.
+    /// Errors: no such client; the file cannot be written; the clients are kept elsewhere.
     ///
     /// See the [type's example](Self).
     pub fn revoke(&self, name: &str) -> Result<(), ClientsError> {
-        let mut state = self.inner.state.write();
-        self.refresh(&mut state)?;
-        let mut records = state.records.clone();
+        let file = self.file()?;
+        let mut state = file.state.write();
+        file.refresh(&mut state)?;
+        let mut records = state.records.to_vec();
         let before = records.len();
         records.retain(|r| r.name != name);
         if records.len() == before {
             return Err(ClientsError(format!("no client named `{name}`")));
         }
-        state.seen = write(&self.inner.path, &records)?;
-        state.records = records;
+        state.seen = write(&file.path, &records)?;
+        state.records = records.into();
         Ok(())
     }
 
@@ -272,48 +351,151 @@ impl Clients {
     /// # Ok::<(), capstore::gateway::ClientsError>(())
     /// ```
     pub fn list(&self) -> Vec<ClientRecord> {
-        self.current().records.clone()
+        self.current().to_vec()
     }
 
     /// Whether there is no client (then the gateway asks no token).
     ///
     /// See [`list`](Self::list).
     pub fn is_empty(&self) -> bool {
-        self.current().records.is_empty()
+        self.current().is_empty()
+    }
+
+    /// Whether requests must carry a client's token: there is a client, or there has been one
+    /// (see [`check`](Self::check)).
+    ///
+    /// See [`check`](Self::check).
+    pub fn asks_tokens(&self) -> bool {
+        if !self.current().is_empty() {
+            self.asks_tokens.store(true, Ordering::Relaxed);
+        }
+        self.asks_tokens.load(Ordering::Relaxed)
+    }
+
+    /// Where the clients are kept: the file's path, or the source's [`place`](ClientSource::place).
+    ///
+    /// ```
+    /// let clients = capstore::gateway::Clients::open("/etc/capstore/mcp.json.clients.json")?;
+    /// assert_eq!(clients.place(), "/etc/capstore/mcp.json.clients.json");
+    /// # Ok::<(), capstore::gateway::ClientsError>(())
+    /// ```
+    pub fn place(&self) -> String {
+        match &self.source {
+            Source::File(file) => file.path.display().to_string(),
+            Source::Other(source) => source.place(),
+        }
     }
 
     /// The client whose token is `token`, if any (the file read again if it changed).
     ///
     /// See the [type's example](Self).
     pub fn authenticate(&self, token: &str) -> Option<Client> {
-        let hash = sha256_hex(token);
-        let state = self.current();
-        // Hashes compared in full whatever their first difference (they are of secrets).
-        state
-            .records
-            .iter()
-            .find(|r| same(&r.token_sha256, &hash))
-            .map(|r| Client {
-                name: Arc::from(r.name.as_str()),
-                scope: Arc::new(r.scope.clone()),
-            })
+        find(&self.current(), token)
     }
 
-    /// The state, read again first if the file changed since (or appeared, or went).
-    fn current(&self) -> parking_lot::RwLockReadGuard<'_, State> {
-        let changed = modified(&self.inner.path) != self.inner.state.read().seen;
+    /// Whether `token` names a client, for a request: `Ok(Some(client))`; `Ok(None)` when this
+    /// handle has never seen a client (one person's gateway: no token is asked); `Err` why
+    /// not otherwise. Once a client has been seen, a token is asked even after the last one is
+    /// revoked: revoking closes the gateway, it never opens it. One read of the clients.
+    ///
+    /// ```
+    /// use capstore::gateway::{Clients, Scope, TokenRefusal};
+    /// let dir = std::env::temp_dir().join(format!("capstore-clients-check-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let clients = Clients::open(dir.join("mcp.json.clients.json"))?;
+    /// assert_eq!(clients.check(None), Ok(None)); // no clients: nothing asked
+    /// let token = clients.add("ci", Scope::default())?;
+    /// assert!(clients.check(Some(&token))?.is_some());
+    /// assert_eq!(clients.check(None), Err(TokenRefusal::NoToken));
+    /// clients.revoke("ci")?;
+    /// assert_eq!(clients.check(Some(&token)), Err(TokenRefusal::UnknownToken));
+    /// assert_eq!(clients.check(None), Err(TokenRefusal::NoToken)); // still closed
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self, token: Option<&str>) -> Result<Option<Client>, TokenRefusal> {
+        let records = self.current();
+        if !records.is_empty() {
+            self.asks_tokens.store(true, Ordering::Relaxed);
+        } else if !self.asks_tokens.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let token = token.ok_or(TokenRefusal::NoToken)?;
+        find(&records, token)
+            .map(Some)
+            .ok_or(TokenRefusal::UnknownToken)
+    }
+
+    fn file(&self) -> Result<&ClientsFileHandle, ClientsError> {
+        match &self.source {
+            Source::File(file) => Ok(file),
+            Source::Other(source) => Err(ClientsError(format!(
+                "the clients are kept in {}: change them there (`capstore clients --state URL`)",
+                source.place()
+            ))),
+        }
+    }
+
+    /// The clients now (a file read again first if it changed since, appeared, or went).
+    fn current(&self) -> Arc<[ClientRecord]> {
+        match &self.source {
+            Source::File(file) => file.current(),
+            Source::Other(source) => source.current(),
+        }
+    }
+}
+
+/// Why a request names no client ([`Clients::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// It carries no bearer token.
+    NoToken,
+    /// Its token is no client's (never made, or revoked).
+    UnknownToken,
+}
+
+impl std::fmt::Display for TokenRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TokenRefusal::NoToken => {
+                "this gateway serves its clients only: send `Authorization: Bearer TOKEN` \
+                 (`capstore clients add NAME` makes one)"
+            }
+            TokenRefusal::UnknownToken => "unknown or revoked client token",
+        })
+    }
+}
+
+impl std::error::Error for TokenRefusal {}
+
+/// The client of `records` whose token is `token`.
+fn find(records: &[ClientRecord], token: &str) -> Option<Client> {
+    let hash = sha256_hex(token);
+    // Hashes compared in full whatever their first difference (they are of secrets).
+    records
+        .iter()
+        .find(|r| same(&r.token_sha256, &hash))
+        .map(|r| Client {
+            name: Arc::from(r.name.as_str()),
+            scope: Arc::new(r.scope.clone()),
+        })
+}
+
+impl ClientsFileHandle {
+    fn current(&self) -> Arc<[ClientRecord]> {
+        let changed = modified(&self.path) != self.state.read().seen;
         if changed {
-            let mut state = self.inner.state.write();
+            let mut state = self.state.write();
             // A file that cannot be read keeps the clients last read: none gains access.
             let _ = self.refresh(&mut state);
         }
-        self.inner.state.read()
+        Arc::clone(&self.state.read().records)
     }
 
     fn refresh(&self, state: &mut State) -> Result<(), ClientsError> {
-        if modified(&self.inner.path) != state.seen {
-            let (records, seen) = read(&self.inner.path)?;
-            state.records = records;
+        if modified(&self.path) != state.seen {
+            let (records, seen) = read(&self.path)?;
+            state.records = records.into();
             state.seen = seen;
         }
         Ok(())

@@ -12,7 +12,7 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 
 use super::admin::Page;
-use super::clients::Clients;
+use super::clients::{Clients, TokenRefusal};
 use super::guard::HttpGuard;
 use super::server::{Gateway, GatewayError};
 
@@ -187,8 +187,8 @@ impl HttpGateway {
 fn authenticate<B>(
     clients: Option<&Clients>,
     request: &mut Request<B>,
-) -> Result<(), &'static str> {
-    let Some(clients) = clients.filter(|c| !c.is_empty()) else {
+) -> Result<(), TokenRefusal> {
+    let Some(clients) = clients else {
         return Ok(());
     };
     let token = request
@@ -197,21 +197,14 @@ fn authenticate<B>(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
-    let Some(token) = token else {
-        return Err(
-            "this gateway serves its clients only: send `Authorization: Bearer TOKEN` \
-                    (`capstore clients add NAME` makes one)",
-        );
-    };
-    let client = clients
-        .authenticate(token)
-        .ok_or("unknown or revoked client token")?;
-    request.extensions_mut().insert(client);
+    if let Some(client) = clients.check(token)? {
+        request.extensions_mut().insert(client);
+    }
     Ok(())
 }
 
 /// `401 Unauthorized` with a Bearer challenge, saying why.
-fn unauthorized(why: &str) -> Response<BoxBody<Bytes, Infallible>> {
+fn unauthorized(why: TokenRefusal) -> Response<BoxBody<Bytes, Infallible>> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{why}\n"))).boxed());
     *response.status_mut() = StatusCode::UNAUTHORIZED;
     let headers = response.headers_mut();

@@ -15,6 +15,9 @@
 //! | `capstore_gateway_held_tools` | gauge: upstream tools the quarantine holds back | |
 //! | `capstore_gateway_upstream_state` | gauge: 1 for each server's current state | `server`, `state` (`connecting`, `ready`, `reconnecting`, `stopped`) |
 //! | `capstore_gateway_upstream_tools` | gauge: tools a server offered at its last `tools/list` | `server` |
+//! | `capstore_gateway_replica_version` | gauge: the log version the gateway's replica holds (`serve --state`; absent without) | |
+//! | `capstore_gateway_replica_behind` | gauge: log entries the replica knows of and has not applied yet (its lag) | |
+//! | `capstore_gateway_replica_connected` | gauge: 1 while the replica follows the log, 0 while cut off (then it cannot know its lag) | |
 //!
 //! Built on `prometheus-client`, the Prometheus project's Rust client. What it costs: the
 //! calls are counted from the executor's events on the gateway's bus (a hash-map insert at a
@@ -45,11 +48,62 @@ type Labels = Vec<(&'static str, String)>;
 /// The route the metrics answer on.
 pub(super) const PATH: &str = "/metrics";
 
-/// What a scrape reads besides the counters: the hub followed, if any, and the store's
-/// current snapshot.
+/// What a scrape reads besides the counters: the hub followed, if any, the store's current
+/// snapshot, and the replica's state when the gateway shares a catalog.
 pub(super) struct Now<'a> {
     pub(super) hub: Option<&'a McpHub>,
     pub(super) snapshot: &'a Snapshot,
+    pub(super) replica: Option<ReplicaLag>,
+}
+
+/// Where a gateway that shares its catalog through PostgreSQL (`serve --state`) is in the log,
+/// for `/metrics` ([`GatewayOptions::replica`](super::GatewayOptions::replica)).
+///
+/// ```
+/// let lag = capstore::gateway::ReplicaLag { version: 41, behind: 2, connected: true };
+/// assert_eq!(lag.version + lag.behind, 43); // the latest version the replica knows of
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaLag {
+    /// The log version the replica holds.
+    pub version: u64,
+    /// Entries the replica knows the log has and has not applied yet.
+    pub behind: u64,
+    /// Whether it follows the log now (when not, it cannot know how far behind it is).
+    pub connected: bool,
+}
+
+/// Reads a replica's [`ReplicaLag`] when `/metrics` is scraped (`sync::Replica::status`, for
+/// `capstore serve --state`). Cheap to clone.
+///
+/// ```
+/// use capstore::gateway::{ReplicaLag, ReplicaProbe};
+/// let probe = ReplicaProbe::new(|| ReplicaLag { version: 7, behind: 0, connected: true });
+/// assert_eq!(probe.read().version, 7);
+/// ```
+#[derive(Clone)]
+pub struct ReplicaProbe(Arc<dyn Fn() -> ReplicaLag + Send + Sync>);
+
+impl ReplicaProbe {
+    /// A probe calling `read` at each scrape (it must answer from memory).
+    ///
+    /// See the [type's example](Self).
+    pub fn new(read: impl Fn() -> ReplicaLag + Send + Sync + 'static) -> ReplicaProbe {
+        ReplicaProbe(Arc::new(read))
+    }
+
+    /// The replica's lag now.
+    ///
+    /// See the [type's example](Self).
+    pub fn read(&self) -> ReplicaLag {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for ReplicaProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplicaProbe")
+    }
 }
 
 /// The gateway's metrics: counted as calls and searches happen, the gauges read at a scrape.
@@ -65,6 +119,8 @@ pub(super) struct Metrics {
     held: Gauge,
     upstream: Family<Labels, Gauge>,
     upstream_tools: Family<Labels, Gauge>,
+    /// The replica's gauges: one unlabelled series each, present only when there is a replica.
+    replica: [Family<Labels, Gauge>; 3],
     /// When each running call started, by call id and tool.
     running: Arc<Mutex<HashMap<(String, String), Instant>>>,
     _subscription: Option<EventSubscription>,
@@ -140,6 +196,23 @@ impl Metrics {
             "Tools an upstream server offered at its last tools/list",
             upstream_tools.clone(),
         );
+        let replica: [Family<Labels, Gauge>; 3] = Default::default();
+        for (family, (name, help)) in replica.iter().zip([
+            (
+                "replica_version",
+                "The log version the gateway's replica holds",
+            ),
+            (
+                "replica_behind",
+                "Log entries the replica knows of and has not applied yet",
+            ),
+            (
+                "replica_connected",
+                "1 while the replica follows the log, 0 while cut off from it",
+            ),
+        ]) {
+            registry.register(name, help, family.clone());
+        }
         let running: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
         let mut metrics = Metrics {
             registry,
@@ -153,6 +226,7 @@ impl Metrics {
             held,
             upstream,
             upstream_tools,
+            replica,
             running,
             _subscription: None,
         };
@@ -231,6 +305,15 @@ impl Metrics {
             }
         }
         self.held.set(i64::try_from(held).unwrap_or(i64::MAX));
+        if let Some(lag) = now.replica {
+            let at = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            let [version, behind, connected] = &self.replica;
+            version.get_or_create(&Vec::new()).set(at(lag.version));
+            behind.get_or_create(&Vec::new()).set(at(lag.behind));
+            connected
+                .get_or_create(&Vec::new())
+                .set(i64::from(lag.connected));
+        }
         let mut text = String::new();
         // Writing into a String cannot fail; an encoder error would leave what it wrote.
         let _ = encode(&mut text, &self.registry);
@@ -309,8 +392,22 @@ mod tests {
         let text = metrics.render(&Now {
             hub: None,
             snapshot: &store.snapshot(),
+            replica: None,
+        });
+        assert!(!text.contains("capstore_gateway_replica_version "), "{text}");
+        let text = metrics.render(&Now {
+            hub: None,
+            snapshot: &store.snapshot(),
+            replica: Some(ReplicaLag {
+                version: 12,
+                behind: 3,
+                connected: false,
+            }),
         });
         for line in [
+            "capstore_gateway_replica_version 12",
+            "capstore_gateway_replica_behind 3",
+            "capstore_gateway_replica_connected 0",
             r#"capstore_gateway_calls_total{server="fs",tool="fs/read",outcome="ok"} 1"#,
             r#"capstore_gateway_calls_total{server="fs",tool="fs/read",outcome="error"} 1"#,
             r#"capstore_gateway_calls_total{server="t",tool="t/now",outcome="ok"} 1"#,

@@ -119,7 +119,10 @@ pub use crate::mcp::live::{
     Quarantine, QuarantineError, QuarantineReason, ToolRecord, Verdict, fingerprint,
     quarantine_path,
 };
-pub use clients::{Client, ClientRecord, Clients, ClientsError, Scope, clients_path};
+pub use clients::{
+    Client, ClientRecord, ClientSource, Clients, ClientsError, Scope, TokenRefusal, clients_path,
+};
 pub use guard::{HttpGuard, Refusal};
 pub use http::HttpGateway;
+pub use metrics::{ReplicaLag, ReplicaProbe};
 pub use server::{Gateway, GatewayError, GatewayOptions, MAX_QUERY_CHARS, Mode, UsageSink};

@@ -23,7 +23,7 @@ use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
 use super::clients::{Client, Clients};
-use super::metrics::{Metrics, Now};
+use super::metrics::{Metrics, Now, ReplicaProbe};
 
 /// What the client is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,6 +79,9 @@ pub struct GatewayOptions {
     /// least one, every MCP request must carry a client's token; `None` or none in it (the
     /// default): no token is asked, as for one person on loopback.
     pub clients: Option<Clients>,
+    /// Where the gateway's replica is in the shared log (`capstore serve --state`), for
+    /// `/metrics`' `capstore_gateway_replica_*` gauges. `None` (the default): no replica.
+    pub replica: Option<ReplicaProbe>,
 }
 
 /// Takes each turn a gateway's session finished ([`GatewayOptions::usage_sink`]). Called on the
@@ -125,6 +128,7 @@ impl Default for GatewayOptions {
             usage_sink: None,
             admin_token: None,
             clients: None,
+            replica: None,
         }
     }
 }
@@ -699,7 +703,6 @@ impl Gateway {
         &self.shared.events
     }
 
-    /// The hub followed, if any.
     /// The gateway's metrics now, in the OpenMetrics text format ([`super::metrics`]).
     pub(super) fn metrics_text(&self) -> String {
         let hub = self.hub();
@@ -707,9 +710,11 @@ impl Gateway {
         self.shared.metrics.render(&Now {
             hub: hub.as_ref(),
             snapshot: &snapshot,
+            replica: self.shared.options.replica.as_ref().map(ReplicaProbe::read),
         })
     }
 
+    /// The hub followed, if any.
     pub(super) fn hub(&self) -> Option<McpHub> {
         self.shared.hub.lock().clone()
     }

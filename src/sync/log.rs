@@ -5,15 +5,17 @@
 //!   writers on every replica are ordered by PostgreSQL, one at a time, and the versions are
 //!   consecutive.
 //! - `log (version, changes, written_at)`: one row per write, its change set (or usage
-//!   evidence: one turn's, or a usage queue's batch) as JSON text (see `wire`), committed with the head in one transaction
-//!   that also `NOTIFY`s followers.
-//! - `snapshot (id = 1, version, tables)`: the shared tables (and trust state, usage rows) at
-//!   `version`, written by compaction, which then deletes the log rows it folded in.
+//!   evidence: one turn's, or a usage queue's batch) as JSON text (see `wire`), committed with
+//!   the head in one transaction that also `NOTIFY`s followers.
+//! - `snapshot (id = 1, version, tables)`: the shared tables (and trust state, clients, usage
+//!   rows) at `version`, written by compaction, which then deletes the log rows it folded in.
 //! - `audit (id, at, replica, event)`: the gateway's tool-call events (see `audit`).
 //! - `trust (server, tool, record)`: the quarantine's trust state now, one row per live tool
 //!   (its record as JSON). Written only by the trust API (see `trust`), in the transaction
 //!   that appends the same change to the log under the head's lock: it is the state the log
 //!   folds to, kept so that a trust decision reads it in that transaction.
+//! - `clients (name, record)`: the gateways' clients now (see `clients`), kept the same way:
+//!   written with the log entry that carries the change, read by the next add or revoke.
 //! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), the number of the last
 //!   of its turns the log holds, moved by the statement that appends them, so that a batch sent
 //!   again after a lost acknowledgement is not counted twice. One row per queue ever opened (a
@@ -136,6 +138,8 @@ pub(crate) async fn ensure_schema(
          CREATE TABLE IF NOT EXISTS {ns}.trust (
              server text NOT NULL, tool text NOT NULL, record text NOT NULL,
              PRIMARY KEY (server, tool));
+         CREATE TABLE IF NOT EXISTS {ns}.clients (
+             name text PRIMARY KEY, record text NOT NULL);
          CREATE TABLE IF NOT EXISTS {ns}.usage_sent (
              sender text PRIMARY KEY, seq bigint NOT NULL,
              at timestamptz NOT NULL DEFAULT now());"

@@ -10,6 +10,8 @@
 //! The quarantine's trust state travels in the same log (with feature `mcp-live`:
 //! `Replica::quarantine`, `shared_quarantine`): a tool approved on one replica is trusted on
 //! every replica, and two replicas that see a new server at once agree on its first definitions.
+//! So do the gateways' clients (with feature `gateway`: `Replica::clients`, `add_client`,
+//! `revoke_client`): a client added once is known by every gateway, and a revoked one refused.
 //!
 //! Usage travels in the same log, so that every replica learns from every replica's calls:
 //! [`Replica::learn`] appends one turn's evidence (a
@@ -90,6 +92,8 @@
 //! ```
 
 mod audit;
+#[cfg(feature = "gateway")]
+mod clients;
 mod log;
 mod replica;
 #[cfg(feature = "mcp-live")]
@@ -101,6 +105,8 @@ use std::fmt;
 use std::time::Duration;
 
 pub use audit::AuditLog;
+#[cfg(feature = "gateway")]
+pub use clients::{add_client, list_clients, revoke_client};
 pub use replica::{Replica, SyncStatus, compact};
 #[cfg(feature = "mcp-live")]
 pub use trust::shared_quarantine;
@@ -247,6 +253,9 @@ pub enum SyncError {
         /// What happened.
         reason: String,
     },
+    /// A gateway client could not be added or revoked (its name is taken, or is no client's):
+    /// nothing was written.
+    Client(String),
 }
 
 impl fmt::Display for SyncError {
@@ -275,6 +284,7 @@ impl fmt::Display for SyncError {
                 "the log has no entry after version {applied} and no snapshot covers it"
             ),
             SyncError::Worker { reason } => f.write_str(reason),
+            SyncError::Client(reason) => f.write_str(reason),
         }
     }
 }

@@ -250,10 +250,10 @@ impl Replica {
         self.inner.store.snapshot()
     }
 
-    /// What a shared quarantine needs (`sync::trust`): where PostgreSQL is, and the store and
-    /// tables it reads the trust state from.
+    /// What the state shared beside the catalog needs (`sync::trust`, `sync::clients`): where
+    /// PostgreSQL is, and the store and tables it is read from.
     #[cfg(feature = "mcp-live")]
-    pub(crate) fn trust_parts(&self) -> (String, SyncOptions, Store, SyncTables) {
+    pub(crate) fn shared_parts(&self) -> (String, SyncOptions, Store, SyncTables) {
         (
             self.inner.url.clone(),
             self.inner.options.clone(),

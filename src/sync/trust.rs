@@ -60,7 +60,7 @@ impl Replica {
     /// # Ok(()) }
     /// ```
     pub fn quarantine(&self, hold_new_tools: bool) -> Result<Quarantine, SyncError> {
-        let (url, options, store, tables) = self.trust_parts();
+        let (url, options, store, tables) = self.shared_parts();
         let backend = PgTrust::start(
             url,
             options,

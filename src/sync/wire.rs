@@ -11,7 +11,10 @@
 //!
 //! Beside the catalog's tables the log carries the quarantine's trust state (table `trust`,
 //! one [`TrustRow`] per live tool), written only by the trust API (`sync::trust`) and kept in
-//! each replica's store in a table of its own, so that every replica judges tools alike.
+//! each replica's store in a table of its own, so that every replica judges tools alike; and
+//! the clients of the gateways over HTTP (table `clients`, one [`ClientRow`] per client: its
+//! name, its token's hash and its scope), written only by `sync::clients`, so that a client
+//! added or revoked once is known or refused by every gateway.
 //!
 //! It also carries what the agents' calls taught ([`USAGE`]), as evidence rather than rows: an
 //! entry `{"learn":{"called":[...],"sent":[...],"previous":[...]}}` holds one turn's
@@ -139,12 +142,34 @@ impl TrustRow {
     }
 }
 
-/// The store tables a replica adds to the built-in ones: where it is in the log, and the trust
-/// state. Declared the same way on every replica's store (and compaction's scratch store).
+/// The log's name for the gateways' clients (not a catalog table: no [`Batch`] writes it).
+pub(crate) const CLIENTS_TABLE: &str = "clients";
+
+/// One gateway client as the log and the replicas' stores hold it: its name, its token's
+/// SHA-256 and its scope, which travels as JSON the gateway reads (`gateway::Scope`), so that
+/// every build applies a client's entry alike, with the gateway or without.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ClientRow {
+    pub name: String,
+    pub token_sha256: String,
+    pub scope: Value,
+}
+
+impl ClientRow {
+    /// Its key: the client's name.
+    pub(crate) fn key(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// The store tables a replica adds to the built-in ones: where it is in the log, the trust
+/// state and the gateways' clients. Declared the same way on every replica's store (and
+/// compaction's scratch store).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SyncTables {
     pub position: Table<LogPosition>,
     pub trust: Table<TrustRow>,
+    pub clients: Table<ClientRow>,
 }
 
 impl SyncTables {
@@ -156,12 +181,22 @@ impl SyncTables {
         let trust = builder
             .table(TableSchema::new(TRUST_STORE_TABLE, TrustRow::key))
             .map_err(SyncError::Schema)?;
-        Ok(SyncTables { position, trust })
+        let clients = builder
+            .table(TableSchema::new(CLIENTS_STORE_TABLE, ClientRow::key))
+            .map_err(SyncError::Schema)?;
+        Ok(SyncTables {
+            position,
+            trust,
+            clients,
+        })
     }
 }
 
 /// The name of the store table holding [`TrustRow`]s.
 pub(crate) const TRUST_STORE_TABLE: &str = "sync_trust";
+
+/// The name of the store table holding [`ClientRow`]s.
+pub(crate) const CLIENTS_STORE_TABLE: &str = "sync_clients";
 
 /// One change of a log entry: the record after it, `None` for a delete.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -378,10 +413,15 @@ pub(crate) fn apply_changes(
             Skill::TABLE => apply_one::<Skill>(tx, change)?,
             Hook::TABLE => apply_one::<Hook>(tx, change)?,
             TRUST_TABLE => apply_record(tx, &tables.trust, TRUST_TABLE, TrustRow::key, change)?,
+            CLIENTS_TABLE => {
+                apply_record(tx, &tables.clients, CLIENTS_TABLE, ClientRow::key, change)?
+            }
             other => {
                 return Err(SyncError::Decode {
                     what: format!("a change to {other:?}"),
-                    reason: format!("shared tables are {SHARED_TABLES:?} and {TRUST_TABLE:?}"),
+                    reason: format!(
+                        "shared tables are {SHARED_TABLES:?}, {TRUST_TABLE:?} and {CLIENTS_TABLE:?}"
+                    ),
                 });
             }
         }
@@ -455,6 +495,9 @@ pub(crate) struct WireTables {
     /// The trust state (absent from snapshots written before it was shared).
     #[serde(default)]
     pub trust: Vec<TrustRow>,
+    /// The gateways' clients (absent from snapshots written before they were shared).
+    #[serde(default)]
+    pub clients: Vec<ClientRow>,
     /// The usage rows (absent from snapshots written before usage was shared).
     #[serde(default)]
     pub usage: Vec<Usage>,
@@ -470,11 +513,12 @@ struct WireTablesRef<'s> {
     skills: Vec<&'s Skill>,
     hooks: Vec<&'s Hook>,
     trust: Vec<&'s TrustRow>,
+    clients: Vec<&'s ClientRow>,
     usage: Vec<&'s Usage>,
     refused: u64,
 }
 
-/// The shared tables of `snap` (and its trust state and usage) as the JSON of a snapshot row.
+/// The shared tables of `snap` (and its trust state, clients and usage) as the JSON of a snapshot row.
 pub(crate) fn encode_tables(
     snap: &Snapshot,
     tables: &SyncTables,
@@ -485,6 +529,7 @@ pub(crate) fn encode_tables(
         skills: snap.iter(&SKILLS)?.records().collect(),
         hooks: snap.iter(&HOOKS)?.records().collect(),
         trust: snap.iter(&tables.trust)?.records().collect(),
+        clients: snap.iter(&tables.clients)?.records().collect(),
         usage: snap.iter(&USAGE)?.records().collect(),
         refused,
     };
@@ -495,7 +540,7 @@ pub(crate) fn encode_tables(
     })
 }
 
-/// Makes `tx`'s shared tables (and trust state and usage) exactly `tables` (a compacted
+/// Makes `tx`'s shared tables (and trust state, clients and usage) exactly `tables` (a compacted
 /// snapshot): bulk inserts into empty tables, otherwise deletes what is not in it and upserts
 /// the rest.
 pub(crate) fn replace_tables(
@@ -507,6 +552,7 @@ pub(crate) fn replace_tables(
     replace_table(tx, &SKILLS, tables.skills, Shared::key)?;
     replace_table(tx, &HOOKS, tables.hooks, Shared::key)?;
     replace_table(tx, &local.trust, tables.trust, TrustRow::key)?;
+    replace_table(tx, &local.clients, tables.clients, ClientRow::key)?;
     // After the tools: a tool the snapshot no longer holds took its usage row with it.
     replace_table(tx, &USAGE, tables.usage, |u: &Usage| u.tool.clone())?;
     Ok(())

@@ -4,6 +4,7 @@ server only) and `echoer` (the tool pattern `f/echo` only).
 
     python scoped_client.py URL scopes TIMEKEEPER_TOKEN ECHOER_TOKEN
     python scoped_client.py URL revoked ECHOER_TOKEN   # after `capstore clients revoke echoer`
+    python scoped_client.py URL echoer TOKEN           # `f/echo` only, over the f server alone
 
 Prints one line per check and a last line `gateway-scopes: N passed, M failed`; exits 1 if
 any check failed.
@@ -86,6 +87,12 @@ async def timekeeper(session):
 
 
 async def echoer(session):
+    await echoer_on_its_server(session)
+    time = await session.call_tool("call_tool", {"name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
+    check("another server's tool is refused", time.is_error and "may not call" in text(time), text(time))
+
+
+async def echoer_on_its_server(session):
     echoed = await session.call_tool("call_tool", {"name": "f/echo", "arguments": {"message": "scoped"}})
     check("the echoer's echo runs", not echoed.is_error and text(echoed) == "scoped", text(echoed))
     mutate = await session.call_tool("call_tool", {"name": "f/mutate", "arguments": {}})
@@ -97,8 +104,6 @@ async def echoer(session):
     again = await session.call_tool("call_tool", {"name": "f/echo", "arguments": {"message": "still"}})
     # Had the refused `mutate` reached the server, echo would be rewritten and held back now.
     check("the refused call never reached the server", not again.is_error and text(again) == "still", text(again))
-    time = await session.call_tool("call_tool", {"name": "time/get_current_time", "arguments": {"timezone": "UTC"}})
-    check("another server's tool is refused", time.is_error and "may not call" in text(time), text(time))
 
 
 async def main():
@@ -109,6 +114,8 @@ async def main():
         await session_with(sys.argv[4], echoer)
     elif STEP == "revoked":
         await refused(sys.argv[3], "a revoked token is refused (401)")
+    elif STEP == "echoer":
+        await session_with(sys.argv[3], echoer_on_its_server)
 
 
 asyncio.run(main())

@@ -44,7 +44,7 @@ USAGE:
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
     capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
     capstore clients [list | add NAME [--server S]... [--tool PATTERN]... [--deny-tag T]... | revoke NAME]
-                     --mcp-config FILE
+                     (--mcp-config FILE | --state URL [--namespace NS])
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
     capstore compact --state URL [--namespace NS]
     capstore usage (--usage FILE | --mcp-config FILE) [--tool TOOL] [--top N] [--json]
@@ -125,7 +125,9 @@ APPROVE: trust quarantined tools (a changed description or schema); no TOOL list
          the trust state shared by the gateways of `serve --state URL` (one approval, all).
 CLIENTS: who may use `serve --http`, each with a token and a scope (kept hashed beside the
          configuration, FILE.clients.json). With at least one client every MCP request must
-         send `Authorization: Bearer TOKEN`, and sees and runs only its scope.
+         send `Authorization: Bearer TOKEN`, and sees and runs only its scope. With
+         --state URL [--namespace NS] instead of --mcp-config, the clients shared by every
+         gateway of `serve --state URL` (one add or revoke, all of them).
          clients [list] --mcp-config FILE
          clients add NAME --mcp-config FILE [--server S]... [--tool PATTERN]... [--deny-tag TAG]...
                                    prints the new token once (on stdout)

@@ -134,6 +134,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
     options.approve_hint = live.approve_hint.clone();
     options.policy = loaded.policy.clone();
+    // With --state, the clients the gateways share (`capstore clients --state`).
+    let shared_clients = replica.as_ref().map(capstore::sync::Replica::clients);
     // Kept alive while the gateway serves: the replica, its mirror and the audit.
     let shared = match (replica, &state_url) {
         (Some(replica), Some(url)) => Some(state::share(
@@ -146,6 +148,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         _ => None,
     };
     options.events = shared.as_ref().map(|s| s.events.clone());
+    options.replica = shared.as_ref().map(state::SharedState::replica_probe);
     // Usage, learned from each session's turns: in the shared log with --state, else in a
     // file beside the configuration.
     options.usage_sink = match (&shared, &sources.mcp_config) {
@@ -153,19 +156,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         (None, Some(config)) => Some(usage_file(&loaded.store, config, sources.usage.as_deref())?),
         (None, None) => None,
     };
-    // Over HTTP, the clients beside the configuration (`capstore clients`): with any, every
-    // MCP request must carry one's token.
-    if http.is_some()
-        && let Some(config) = &sources.mcp_config
-    {
-        let clients = Clients::open(clients_path(config)).map_err(|e| format!("serve: {e}"))?;
-        if !clients.is_empty() {
+    // Over HTTP, the clients (`capstore clients`): shared through PostgreSQL with --state, else
+    // beside the configuration. With any, every MCP request must carry one's token.
+    if http.is_some() {
+        options.clients = clients_of(shared_clients, sources.mcp_config.as_deref())?;
+        if let Some(clients) = &options.clients
+            && !clients.is_empty()
+        {
             progress(&format!(
-                "{} client(s): MCP requests need a client's token",
-                clients.list().len()
+                "{} client(s) in {}: MCP requests need a client's token",
+                clients.list().len(),
+                clients.place()
             ));
         }
-        options.clients = Some(clients);
     }
     // The hub's trust state (the file, or the shared one): the hub keeps held tools out of the
     // store, the gateway answers for them.
@@ -192,6 +195,31 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         shared.flush_usage(&live.runtime);
     }
     served.map_err(|e| format!("serve: {e}"))
+}
+
+/// The clients of a gateway over HTTP: `shared` (with --state), or those beside `config`. A
+/// clients file that holds clients while the state is shared is an error rather than ignored:
+/// its clients would silently lose their access.
+fn clients_of(
+    shared: Option<Clients>,
+    config: Option<&std::path::Path>,
+) -> Result<Option<Clients>, String> {
+    let file = match config {
+        Some(config) => {
+            Some(Clients::open(clients_path(config)).map_err(|e| format!("serve: {e}"))?)
+        }
+        None => None,
+    };
+    match (shared, file) {
+        (Some(_), Some(file)) if !file.is_empty() => Err(format!(
+            "serve: with --state the gateways' clients are kept in PostgreSQL, but {} holds \
+             some: add them again with `capstore clients add NAME --state URL`, then remove the \
+             file",
+            file.place()
+        )),
+        (Some(shared), _) => Ok(Some(shared)),
+        (None, file) => Ok(file),
+    }
 }
 
 /// The usage kept in a file (`--usage FILE`, already read with the tools, or `config`'s usage

@@ -11,8 +11,10 @@
 //! log in batches (`Replica::usage_queue`: one entry per gateway per second at most, or per
 //! 1,000 turns), and every gateway learns from every gateway's calls.
 
+use std::sync::Arc;
+
 use capstore::events::EventSubscription;
-use capstore::gateway::UsageSink;
+use capstore::gateway::{ReplicaLag, ReplicaProbe, UsageSink};
 use capstore::sync::{AuditLog, Batch, LOG_BATCH_LIMITS, Replica, ReplicaUsageQueue, SyncOptions};
 use capstore::{EventBus, HANDLERS, HOOKS, SKILLS, Snapshot, Store, Subscription, TOOLS};
 
@@ -26,8 +28,9 @@ const USAGE_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10)
 
 /// What keeps the sharing going: dropped when the gateway stops.
 pub(crate) struct SharedState {
-    /// Its follower keeps the gateway's store (through the mirror) on the log's version.
-    _replica: Replica,
+    /// Its follower keeps the gateway's store (through the mirror) on the log's version; shared
+    /// with the gateway's `/metrics`, which reads its lag.
+    replica: Arc<Replica>,
     /// The sessions' finished turns, sent through the log in batches.
     usage: ReplicaUsageQueue,
     _mirror: Subscription,
@@ -72,6 +75,19 @@ impl SharedState {
         let queue = self.usage.clone();
         UsageSink::new(move |turn| {
             queue.push(turn);
+        })
+    }
+
+    /// The replica's place in the log, for `/metrics`.
+    pub(crate) fn replica_probe(&self) -> ReplicaProbe {
+        let replica = Arc::clone(&self.replica);
+        ReplicaProbe::new(move || {
+            let status = replica.status();
+            ReplicaLag {
+                version: status.version,
+                behind: status.latest_known.saturating_sub(status.version),
+                connected: status.connected,
+            }
         })
     }
 
@@ -129,7 +145,7 @@ pub(crate) fn share(
         ));
         let usage = replica.usage_queue(LOG_BATCH_LIMITS);
         Ok::<SharedState, String>(SharedState {
-            _replica: replica,
+            replica: Arc::new(replica),
             usage,
             _mirror: mirror,
             _audit: audit,

@@ -233,7 +233,8 @@ impl Page {
             "servers": render::servers(self.gateway.hub().map(|hub| hub.status()).as_deref()),
             "quarantine": self.quarantine(),
             "clients": render::clients(
-                &self.gateway.clients().map(Clients::list).unwrap_or_default()
+                &self.gateway.clients().map(Clients::list).unwrap_or_default(),
+                self.gateway.clients().is_some_and(Clients::asks_tokens),
             ),
             "calls": render::calls(&self.calls.recent()),
         })

@@ -398,8 +398,12 @@ pub(super) fn calls(calls: &[Call]) -> String {
     )
 }
 
-/// The clients of `capstore clients`, each with its scope.
-pub(super) fn clients(clients: &[ClientRecord]) -> String {
+/// The clients of `capstore clients`, each with its scope; with none, whether requests need a
+/// token (none left after a revocation: every request is refused).
+pub(super) fn clients(clients: &[ClientRecord], asks_tokens: bool) -> String {
+    if clients.is_empty() && asks_tokens {
+        return r#"<p class="muted">No clients left: every MCP request is refused until <code>capstore clients add NAME</code> makes one.</p>"#.into();
+    }
     if clients.is_empty() {
         return r#"<p class="muted">No clients: MCP requests need no token (one person on loopback). <code>capstore clients add NAME</code> makes one.</p>"#.into();
     }
