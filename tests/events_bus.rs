@@ -240,9 +240,21 @@ fn events_serialize_with_a_type_tag() {
                 call_id: "c".into(),
                 tool: "fs/write".into(),
                 outcome: "refused".into(),
+                arguments: None,
             },
             json!({ "type": "gateway_call", "client": "ci", "call_id": "c", "tool": "fs/write",
                     "outcome": "refused" }),
+        ),
+        (
+            Event::GatewayCall {
+                client: "ci".into(),
+                call_id: "d".into(),
+                tool: "fs/read".into(),
+                outcome: "ok".into(),
+                arguments: Some(json!({"path": "a.txt"})),
+            },
+            json!({ "type": "gateway_call", "client": "ci", "call_id": "d", "tool": "fs/read",
+                    "outcome": "ok", "arguments": {"path": "a.txt"} }),
         ),
     ];
     for (event, expected) in cases {

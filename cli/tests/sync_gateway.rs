@@ -378,10 +378,11 @@ async fn a_client_added_or_revoked_once_is_known_or_refused_by_every_gateway() {
     );
 
     let base = std::env::temp_dir().join(format!("capstore-sync-clients-{}", std::process::id()));
-    let gateways: Vec<HttpGateway> = ["a", "b"]
+    // B audits its clients' calls with their arguments; A, by default, without.
+    let gateways: Vec<HttpGateway> = [("a", None), ("b", Some("--audit-arguments"))]
         .iter()
-        .map(|name| {
-            let extra = [&["--no-quarantine"][..], &state].concat();
+        .map(|(name, audit)| {
+            let extra = [&["--no-quarantine"][..], &state, audit.as_slice()].concat();
             HttpGateway::start(&config(&base.join(name)), "127.0.0.1:0", &extra)
         })
         .collect();
@@ -421,6 +422,23 @@ async fn a_client_added_or_revoked_once_is_known_or_refused_by_every_gateway() {
         };
         // Per gateway: two echoes ran, one call was refused.
         if by_ci("ok") >= 4 && by_ci("refused") >= 2 {
+            // The echoes' messages, "scoped" and "still", each once: B's, not A's.
+            let told: Vec<String> = audited
+                .iter()
+                .filter_map(|(_, event)| match event {
+                    Event::GatewayCall {
+                        arguments: Some(arguments),
+                        ..
+                    } => Some(arguments.to_string()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(told.len(), 3, "B's three calls, with arguments: {told:?}");
+            assert_eq!(
+                told.iter().filter(|a| a.contains("scoped")).count(),
+                1,
+                "{told:?}"
+            );
             break;
         }
         assert!(

@@ -137,7 +137,8 @@ pub enum Event {
     },
     /// A client of the gateway (over HTTP, named by its token: `gateway::Clients`) called a
     /// tool: who called what, and how it ended. After the call's own events, if it ran. Its
-    /// arguments are not told.
+    /// arguments are told only when the gateway is asked to (`GatewayOptions::audit_arguments`,
+    /// `serve --audit-arguments`).
     GatewayCall {
         /// The client's name.
         client: String,
@@ -148,6 +149,9 @@ pub enum Event {
         /// `ok`; `error` (the call failed, or the server said it did); `refused` (held, unknown,
         /// or outside the client's scope: never run).
         outcome: String,
+        /// The call's arguments, when the gateway audits them; `None` otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
     },
 }
 

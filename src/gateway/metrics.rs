@@ -387,6 +387,7 @@ mod tests {
             call_id: "4".into(),
             tool: "fs/write".into(),
             outcome: "refused".into(),
+            arguments: None,
         });
         let store = Store::new();
         let text = metrics.render(&Now {
@@ -394,7 +395,10 @@ mod tests {
             snapshot: &store.snapshot(),
             replica: None,
         });
-        assert!(!text.contains("capstore_gateway_replica_version "), "{text}");
+        assert!(
+            !text.contains("capstore_gateway_replica_version "),
+            "{text}"
+        );
         let text = metrics.render(&Now {
             hub: None,
             snapshot: &store.snapshot(),

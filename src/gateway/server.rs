@@ -82,6 +82,10 @@ pub struct GatewayOptions {
     /// Where the gateway's replica is in the shared log (`capstore serve --state`), for
     /// `/metrics`' `capstore_gateway_replica_*` gauges. `None` (the default): no replica.
     pub replica: Option<ReplicaProbe>,
+    /// Whether a client's call is audited with its arguments ([`Event::GatewayCall`]'s
+    /// `arguments`; `serve --audit-arguments`). Default false: who, what and how it ended only,
+    /// since arguments may carry what the audit's readers should not see.
+    pub audit_arguments: bool,
 }
 
 /// Takes each turn a gateway's session finished ([`GatewayOptions::usage_sink`]). Called on the
@@ -129,6 +133,7 @@ impl Default for GatewayOptions {
             admin_token: None,
             clients: None,
             replica: None,
+            audit_arguments: false,
         }
     }
 }
@@ -556,6 +561,10 @@ impl Gateway {
         client: Option<&Client>,
     ) -> Result<CallToolResult, ErrorData> {
         let mut refused = None;
+        let audited = match client {
+            Some(_) if self.shared.options.audit_arguments => Some(args.clone()),
+            _ => None,
+        };
         let result = self
             .run_once(name, args, context, client, &mut refused)
             .await;
@@ -570,6 +579,7 @@ impl Gateway {
                 call_id: context.id.to_string(),
                 tool: name.to_string(),
                 outcome: outcome.to_string(),
+                arguments: audited,
             });
         }
         result

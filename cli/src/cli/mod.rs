@@ -110,6 +110,8 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
     --admin-token-file FILE   the admin page's token (at least 32 letters, digits, - or _),
                               instead of a new one each start: also what GET /metrics asks
                               for (`Authorization: Bearer TOKEN`; Prometheus text format)
+    --audit-arguments         audit a client's calls with their arguments (by default: who,
+                              which tool and how it ended only)
     --pin TOOL                also offer TOOL directly in search mode; repeatable
     --max-results N           at most N tools per search_tools answer (default 8)
     --state postgres://...    share the catalog with every gateway on that PostgreSQL (its

@@ -63,6 +63,7 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
                 // Checked when the listener starts (`GatewayOptions::admin_token`).
                 options.admin_token = Some(token.trim().to_string());
             }
+            "--audit-arguments" => options.audit_arguments = true,
             "--pin" => options.pinned.push(it.value(arg)?.to_string()),
             "--max-results" => options.max_results = count(arg, it.value(arg)?, 1, 1_000)?,
             "--state" => state_url = Some(it.value(arg)?.to_string()),

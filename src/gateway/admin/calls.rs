@@ -61,6 +61,7 @@ impl Calls {
                     call_id,
                     tool,
                     outcome,
+                    ..
                 } => log.by_client(call_id, tool, client, outcome),
                 _ => {}
             }
@@ -184,12 +185,14 @@ mod tests {
             call_id: "1".into(),
             tool: "fs/read".into(),
             outcome: "error".into(),
+            arguments: None,
         });
         bus.emit(&Event::GatewayCall {
             client: "ci".into(),
             call_id: "7".into(),
             tool: "fs/delete".into(),
             outcome: "refused".into(),
+            arguments: None,
         });
         let recent = calls.recent();
         assert_eq!(recent.len(), 3);
