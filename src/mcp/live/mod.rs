@@ -67,10 +67,14 @@
 
 mod error;
 mod hub;
+#[cfg(feature = "mcp-oauth")]
+pub mod oauth;
 mod quarantine;
 mod session;
 mod status;
 mod stderr;
+#[cfg(feature = "mcp-oauth")]
+mod upstream_auth;
 
 pub use error::{CallError, LiveError};
 pub use hub::{McpHub, Startup};
@@ -84,4 +88,4 @@ pub(crate) use quarantine::{EditOutcome, TrustBackend, TrustEdit, TrustState};
 // For the page's record of definitions (`gateway::admin`), written as the trust file is.
 #[cfg(feature = "gateway")]
 pub(crate) use quarantine::write_private;
-pub use status::{LiveEvent, LiveOptions, ServerState, ServerStatus};
+pub use status::{AuthStatus, LiveEvent, LiveOptions, RefreshCounts, ServerState, ServerStatus};
