@@ -13,7 +13,9 @@
 //! | `capstore_gateway_search_results` | histogram: tools in a `search_tools` answer | |
 //! | `capstore_gateway_tools` | gauge: tools in the store | |
 //! | `capstore_gateway_held_tools` | gauge: upstream tools the quarantine holds back | |
-//! | `capstore_gateway_upstream_state` | gauge: 1 for each server's current state | `server`, `state` (`connecting`, `ready`, `reconnecting`, `stopped`) |
+//! | `capstore_gateway_upstream_state` | gauge: 1 for each server's current state | `server`, `state` (`connecting`, `ready`, `reconnecting`, `stopped`, `needs_sign_in`) |
+//! | `capstore_gateway_upstream_signed_in` | gauge: 1 when an OAuth server holds a usable token, 0 when it needs sign-in | `server` |
+//! | `capstore_gateway_token_refreshes_total` | counter: an OAuth server's token refreshes | `server`, `outcome` (`ok`, `error`: failed for a passing reason, token kept; `rejected`: sign-in needed) |
 //! | `capstore_gateway_upstream_tools` | gauge: tools a server offered at its last `tools/list` | `server` |
 //!
 //! Built on `prometheus-client`, the Prometheus project's Rust client. What it costs: the
@@ -65,6 +67,8 @@ pub(super) struct Metrics {
     held: Gauge,
     upstream: Family<Labels, Gauge>,
     upstream_tools: Family<Labels, Gauge>,
+    signed_in: Family<Labels, Gauge>,
+    refreshes: Family<Labels, Counter>,
     /// When each running call started, by call id and tool.
     running: Arc<Mutex<HashMap<(String, String), Instant>>>,
     _subscription: Option<EventSubscription>,
@@ -140,6 +144,18 @@ impl Metrics {
             "Tools an upstream server offered at its last tools/list",
             upstream_tools.clone(),
         );
+        let signed_in = Family::<Labels, Gauge>::default();
+        registry.register(
+            "upstream_signed_in",
+            "1 when an OAuth upstream server holds a usable token, 0 when it needs sign-in",
+            signed_in.clone(),
+        );
+        let refreshes = Family::<Labels, Counter>::default();
+        registry.register(
+            "token_refreshes",
+            "An OAuth upstream server's token refreshes, by outcome",
+            refreshes.clone(),
+        );
         let running: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
         let mut metrics = Metrics {
             registry,
@@ -153,6 +169,8 @@ impl Metrics {
             held,
             upstream,
             upstream_tools,
+            signed_in,
+            refreshes,
             running,
             _subscription: None,
         };
@@ -218,6 +236,7 @@ impl Metrics {
                     ServerState::Ready => "ready",
                     ServerState::Reconnecting => "reconnecting",
                     ServerState::Stopped => "stopped",
+                    ServerState::SignInRequired => "needs_sign_in",
                 };
                 self.upstream
                     .get_or_create(&vec![
@@ -228,6 +247,25 @@ impl Metrics {
                 self.upstream_tools
                     .get_or_create(&vec![("server", server.name.clone())])
                     .set(i64::try_from(server.tools).unwrap_or(i64::MAX));
+                if let Some(auth) = &server.auth {
+                    let signed_in = auth.signed_in && server.state != ServerState::SignInRequired;
+                    self.signed_in
+                        .get_or_create(&vec![("server", server.name.clone())])
+                        .set(i64::from(signed_in));
+                    let counts = auth.refreshes;
+                    for (outcome, total) in [
+                        ("ok", counts.ok),
+                        ("error", counts.error),
+                        ("rejected", counts.rejected),
+                    ] {
+                        // The hub counts; the counter catches up with its total at a scrape.
+                        let counter = self.refreshes.get_or_create(&vec![
+                            ("server", server.name.clone()),
+                            ("outcome", outcome.to_string()),
+                        ]);
+                        counter.inc_by(total.saturating_sub(counter.get()));
+                    }
+                }
             }
         }
         self.held.set(i64::try_from(held).unwrap_or(i64::MAX));
