@@ -376,9 +376,12 @@ impl CredentialStore for FileTokenStore {
 /// ```
 #[derive(Clone)]
 pub struct TokenStores {
-    factory: Arc<dyn Fn(&str) -> Arc<dyn CredentialStore> + Send + Sync>,
+    factory: Factory,
     config: Option<PathBuf>,
 }
+
+/// What [`TokenStores`] calls: a server's name to its store.
+type Factory = Arc<dyn Fn(&str) -> Arc<dyn CredentialStore> + Send + Sync>;
 
 impl fmt::Debug for TokenStores {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

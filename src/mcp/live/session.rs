@@ -434,12 +434,12 @@ fn asks_for_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
 /// A server whose entry has `"oauth"` always has an OAuth session (both come from the same
 /// entry); should that ever not hold, the server is reported as needing sign-in, not a panic.
 #[cfg(feature = "mcp-oauth")]
-fn unreachable_oauth<T>(server: &str) -> Result<T, LiveError> {
-    Err(LiveError::SignInRequired {
+fn no_oauth_session(server: &str) -> LiveError {
+    LiveError::SignInRequired {
         server: server.to_string(),
         reason: "its OAuth session was not set up".to_string(),
         command: format!("capstore auth {server} --mcp-config FILE"),
-    })
+    }
 }
 
 /// A dropped tool's error, naming the field.
@@ -717,7 +717,7 @@ impl Task {
                                 );
                             tokio::time::timeout(timeout, client.serve(transport)).await
                         }
-                        None => unreachable_oauth(&server)?,
+                        None => return Err(no_oauth_session(&server)),
                     },
                     #[cfg(not(feature = "mcp-oauth"))]
                     Some(_) => {
