@@ -18,6 +18,13 @@
 //!   back-off (500 ms doubling to 30 s), re-importing on success. Other servers are not
 //!   affected.
 //!
+//! # Servers behind OAuth
+//! A Streamable HTTP server whose entry has `"oauth": true` (feature `mcp-oauth`) is reached
+//! with the token `capstore auth` stored ([`LiveOptions::tokens`] says where tokens are kept),
+//! sent per request and refreshed before it expires; without a usable token it is in
+//! [`ServerState::SignInRequired`] and its tools fail with [`CallError::SignInRequired`]. See the
+//! `oauth` module (with the feature on).
+//!
 //! # Results and errors
 //! A call's output is the MCP result as JSON: `{"content": [...], "structuredContent": ...}`,
 //! content blocks and structured content as the server sent them. A result with

@@ -278,9 +278,15 @@ impl TokenFile {
         match std::fs::read(&self.inner.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileContents::default()),
             Err(e) => Err(self.fail(e)),
-            // serde_json's message names a position and what was expected, never the text.
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| self.fail(format!("not a token file ({e}); sign in again"))),
+            // Only where it is wrong: serde_json's message can quote the value it met, and
+            // that value may be a token.
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                self.fail(format!(
+                    "not a token file (unreadable at line {}, column {}); sign in again",
+                    e.line(),
+                    e.column()
+                ))
+            }),
         }
     }
 
