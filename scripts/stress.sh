@@ -17,7 +17,7 @@ runs=${1:-20}
 shift || true
 binaries=("$@")
 if [ ${#binaries[@]} -eq 0 ]; then
-  binaries=(sync_replicas sync_faults sync_network sync_gateway gateway gateway_page mcp_live hostile events_order exec_concurrency)
+  binaries=(sync_replicas sync_faults sync_network sync_gateway gateway gateway_oauth gateway_page mcp_live hostile events_order exec_concurrency)
 fi
 
 bash scripts/test-deps.sh

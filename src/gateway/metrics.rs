@@ -13,7 +13,9 @@
 //! | `capstore_gateway_search_results` | histogram: tools in a `search_tools` answer | |
 //! | `capstore_gateway_tools` | gauge: tools in the store | |
 //! | `capstore_gateway_held_tools` | gauge: upstream tools the quarantine holds back | |
-//! | `capstore_gateway_upstream_state` | gauge: 1 for each server's current state | `server`, `state` (`connecting`, `ready`, `reconnecting`, `stopped`) |
+//! | `capstore_gateway_upstream_state` | gauge: 1 for each server's current state | `server`, `state` (`connecting`, `ready`, `reconnecting`, `stopped`, `needs_sign_in`) |
+//! | `capstore_gateway_upstream_signed_in` | gauge: 1 when an OAuth server holds a usable token, 0 when it needs sign-in | `server` |
+//! | `capstore_gateway_token_refreshes_total` | counter: an OAuth server's token refreshes | `server`, `outcome` (`ok`, `error`: failed for a passing reason, token kept; `rejected`: sign-in needed) |
 //! | `capstore_gateway_upstream_tools` | gauge: tools a server offered at its last `tools/list` | `server` |
 //! | `capstore_gateway_replica_version` | gauge: the log version the gateway's replica holds (`serve --state`; absent without) | |
 //! | `capstore_gateway_replica_behind` | gauge: log entries the replica knows of and has not applied yet (its lag) | |
@@ -121,6 +123,8 @@ pub(super) struct Metrics {
     upstream_tools: Family<Labels, Gauge>,
     /// The replica's gauges: one unlabelled series each, present only when there is a replica.
     replica: [Family<Labels, Gauge>; 3],
+    signed_in: Family<Labels, Gauge>,
+    refreshes: Family<Labels, Counter>,
     /// When each running call started, by call id and tool.
     running: Arc<Mutex<HashMap<(String, String), Instant>>>,
     _subscription: Option<EventSubscription>,
@@ -213,6 +217,18 @@ impl Metrics {
         ]) {
             registry.register(name, help, family.clone());
         }
+        let signed_in = Family::<Labels, Gauge>::default();
+        registry.register(
+            "upstream_signed_in",
+            "1 when an OAuth upstream server holds a usable token, 0 when it needs sign-in",
+            signed_in.clone(),
+        );
+        let refreshes = Family::<Labels, Counter>::default();
+        registry.register(
+            "token_refreshes",
+            "An OAuth upstream server's token refreshes, by outcome",
+            refreshes.clone(),
+        );
         let running: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
         let mut metrics = Metrics {
             registry,
@@ -227,6 +243,8 @@ impl Metrics {
             upstream,
             upstream_tools,
             replica,
+            signed_in,
+            refreshes,
             running,
             _subscription: None,
         };
@@ -292,6 +310,7 @@ impl Metrics {
                     ServerState::Ready => "ready",
                     ServerState::Reconnecting => "reconnecting",
                     ServerState::Stopped => "stopped",
+                    ServerState::SignInRequired => "needs_sign_in",
                 };
                 self.upstream
                     .get_or_create(&vec![
@@ -302,6 +321,25 @@ impl Metrics {
                 self.upstream_tools
                     .get_or_create(&vec![("server", server.name.clone())])
                     .set(i64::try_from(server.tools).unwrap_or(i64::MAX));
+                if let Some(auth) = &server.auth {
+                    let signed_in = auth.signed_in && server.state != ServerState::SignInRequired;
+                    self.signed_in
+                        .get_or_create(&vec![("server", server.name.clone())])
+                        .set(i64::from(signed_in));
+                    let counts = auth.refreshes;
+                    for (outcome, total) in [
+                        ("ok", counts.ok),
+                        ("error", counts.error),
+                        ("rejected", counts.rejected),
+                    ] {
+                        // The hub counts; the counter catches up with its total at a scrape.
+                        let counter = self.refreshes.get_or_create(&vec![
+                            ("server", server.name.clone()),
+                            ("outcome", outcome.to_string()),
+                        ]);
+                        counter.inc_by(total.saturating_sub(counter.get()));
+                    }
+                }
             }
         }
         self.held.set(i64::try_from(held).unwrap_or(i64::MAX));

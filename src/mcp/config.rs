@@ -28,6 +28,10 @@ use super::server::check_server;
 /// - A **Streamable HTTP** server has `"type": "http"` (or `"streamable-http"`, or no `type`)
 ///   and a `url` (`http://` or `https://`), and optionally `headers` sent with every request.
 ///   The older HTTP+SSE transport (`"type": "sse"`) is refused with an error that says so.
+/// - `"oauth": true`, or `"oauth": {"scopes": ["read", "write"]}`, on a Streamable HTTP server
+///   says it requires OAuth 2.1 sign-in (the MCP authorization spec): `capstore auth NAME
+///   --mcp-config FILE` signs in once, and the hub then sends the stored token and refreshes it
+///   (feature `mcp-oauth`, [`OAuthConfig`]). `false` or absent: no OAuth, only `headers`.
 /// - `"disabled": true` leaves a server out (as Cline and Windsurf write it); it is listed in
 ///   [`McpConfig::disabled`].
 /// - `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `cwd`, `url` and `headers` are
@@ -107,9 +111,42 @@ impl ServerConfig {
             transport: ServerTransport::Http {
                 url: url.into(),
                 headers: BTreeMap::new(),
+                oauth: None,
             },
         }
     }
+
+    /// The server's OAuth settings: `Some` for a Streamable HTTP server whose entry has
+    /// `"oauth"`, `None` otherwise.
+    ///
+    /// ```
+    /// let config = capstore::mcp::McpConfig::from_json(
+    ///     r#"{"mcpServers": {"docs": {"url": "https://example.com/mcp", "oauth": {"scopes": ["read"]}}}}"#,
+    /// )?;
+    /// assert_eq!(config.servers[0].oauth().map(|o| o.scopes.clone()), Some(vec!["read".to_string()]));
+    /// # Ok::<(), capstore::mcp::ConfigError>(())
+    /// ```
+    pub fn oauth(&self) -> Option<&OAuthConfig> {
+        match &self.transport {
+            ServerTransport::Http { oauth, .. } => oauth.as_ref(),
+            ServerTransport::Stdio { .. } => None,
+        }
+    }
+}
+
+/// A Streamable HTTP server's OAuth 2.1 settings (`"oauth"` in its entry): it requires sign-in,
+/// done once with `capstore auth NAME --mcp-config FILE`, after which the token is kept beside
+/// the configuration and refreshed by the hub (feature `mcp-oauth`).
+///
+/// ```
+/// let oauth = capstore::mcp::OAuthConfig::default();
+/// assert!(oauth.scopes.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthConfig {
+    /// The scopes to ask for at sign-in. Empty (`"oauth": true`): those the server names in its
+    /// challenge or its protected-resource metadata.
+    pub scopes: Vec<String>,
 }
 
 /// How a server is reached.
@@ -132,6 +169,8 @@ pub enum ServerTransport {
         url: String,
         /// Headers sent with every request (`Authorization`, ...).
         headers: BTreeMap<String, String>,
+        /// OAuth 2.1 sign-in (`"oauth"`); `None` when the entry has none or `false`.
+        oauth: Option<OAuthConfig>,
     },
 }
 
@@ -167,7 +206,7 @@ pub enum ConfigError {
     InvalidServer {
         /// The server's name, as the file gives it.
         server: String,
-        /// The field at fault (`command`, `args`, `env`, `cwd`, `type`, `url`, `headers`, or
+        /// The field at fault (`command`, `args`, `env`, `cwd`, `type`, `url`, `headers`, `oauth`, or
         /// `name` for the server's name itself).
         field: &'static str,
         /// What is wrong with it.
@@ -231,7 +270,7 @@ impl McpConfig {
     ///     r#"{"mcpServers": {"docs": {"url": "https://${HOST}/mcp", "headers": {"X-Team": "${TEAM:-core}"}}}}"#,
     ///     |name| (name == "HOST").then(|| "example.com".to_string()),
     /// )?;
-    /// let ServerTransport::Http { url, headers } = &config.servers[0].transport else { unreachable!() };
+    /// let ServerTransport::Http { url, headers, .. } = &config.servers[0].transport else { unreachable!() };
     /// assert_eq!((url.as_str(), headers["X-Team"].as_str()), ("https://example.com/mcp", "core"));
     /// # Ok::<(), capstore::mcp::ConfigError>(())
     /// ```
@@ -394,7 +433,49 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             return Err(self.fail("url", format!("{url:?} is not an http:// or https:// URL")));
         }
         let headers = self.string_map(&mut object, "headers")?;
-        Ok(ServerTransport::Http { url, headers })
+        let oauth = self.oauth(&mut object)?;
+        Ok(ServerTransport::Http {
+            url,
+            headers,
+            oauth,
+        })
+    }
+
+    /// `"oauth"`: `true`, `false`, or an object with optional `scopes` (strings).
+    fn oauth(&self, object: &mut Map<String, Value>) -> Result<Option<OAuthConfig>, ConfigError> {
+        match object.remove("oauth") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(None),
+            Some(Value::Bool(true)) => Ok(Some(OAuthConfig::default())),
+            Some(Value::Object(mut map)) => {
+                let scopes = match map.remove("scopes") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(items)) => items
+                        .into_iter()
+                        .map(|item| match item {
+                            Value::String(scope) => self.expand("oauth", &scope),
+                            other => Err(self.fail(
+                                "oauth",
+                                format!("`scopes` must hold strings, not {}", kind(&other)),
+                            )),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    Some(other) => {
+                        return Err(self.fail(
+                            "oauth",
+                            format!("`scopes` must be an array of strings, not {}", kind(&other)),
+                        ));
+                    }
+                };
+                Ok(Some(OAuthConfig { scopes }))
+            }
+            Some(other) => Err(self.fail(
+                "oauth",
+                format!(
+                    "must be true, false or an object with `scopes`, not {}",
+                    kind(&other)
+                ),
+            )),
+        }
     }
 
     /// A string field, `${VAR}` expanded; `None` when absent or `null`.
@@ -525,8 +606,38 @@ mod tests {
             ServerTransport::Http {
                 url: "https://x.test/mcp".into(),
                 headers: [("Authorization".to_string(), "Bearer s3cret".to_string())].into(),
+                oauth: None,
             }
         );
+    }
+
+    #[test]
+    fn oauth_is_true_false_or_scopes() {
+        let config = parse(
+            r#"{"mcpServers": {
+                "a": {"url": "https://a.test/mcp", "oauth": true},
+                "b": {"url": "https://b.test/mcp", "oauth": {"scopes": ["read", "write"]}},
+                "c": {"url": "https://c.test/mcp", "oauth": false},
+                "d": {"command": "x", "oauth": true}
+            }}"#,
+        )
+        .unwrap();
+        let oauth = |name: &str| config.server(name).unwrap().oauth().cloned();
+        assert_eq!(oauth("a"), Some(OAuthConfig::default()));
+        assert_eq!(
+            oauth("b").map(|o| o.scopes),
+            Some(vec!["read".to_string(), "write".to_string()])
+        );
+        assert_eq!(oauth("c"), None);
+        assert_eq!(oauth("d"), None);
+        for bad in [
+            r#"{"mcpServers": {"a": {"url": "http://x", "oauth": "yes"}}}"#,
+            r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"scopes": "read"}}}}"#,
+            r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"scopes": [1]}}}}"#,
+        ] {
+            let (server, field, _) = invalid(bad);
+            assert_eq!((server.as_str(), field), ("a", "oauth"), "{bad}");
+        }
     }
 
     #[test]

@@ -127,7 +127,7 @@ mod parse;
 mod server;
 mod tool;
 
-pub use config::{ConfigError, McpConfig, ServerConfig, ServerTransport};
+pub use config::{ConfigError, McpConfig, OAuthConfig, ServerConfig, ServerTransport};
 pub use error::McpError;
 pub use import::{ImportReport, import_server, import_server_in, remove_server, remove_server_in};
 pub use list::McpToolList;

@@ -13,6 +13,7 @@ macro_rules! say {
 
 mod approve;
 mod args;
+mod auth;
 mod call;
 mod clients;
 mod compact;
@@ -43,6 +44,7 @@ USAGE:
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
     capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
+    capstore auth SERVER --mcp-config FILE [--port N] [--wait SECONDS]
     capstore clients [list | add NAME [--server S]... [--tool PATTERN]... [--deny-tag T]... | revoke NAME]
                      (--mcp-config FILE | --state URL [--namespace NS])
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
@@ -125,6 +127,12 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
 APPROVE: trust quarantined tools (a changed description or schema); no TOOL lists them.
          --mcp-config FILE edits that configuration's trust file; --state URL [--namespace NS]
          the trust state shared by the gateways of `serve --state URL` (one approval, all).
+AUTH:    sign in to a Streamable HTTP server whose entry has \"oauth\": true (or
+         {\"scopes\": [...]}), once: discovers its authorization server, registers capstore,
+         prints the address to open (stdout), listens on 127.0.0.1 (--port N, default any
+         free port) for the redirect (--wait SECONDS, default 300), and keeps the token beside
+         the configuration (FILE.tokens.json, mode 0600). `serve` refreshes it before it
+         expires; a server whose refresh is refused shows as needing sign-in.
 CLIENTS: who may use `serve --http`, each with a token and a scope (kept hashed beside the
          configuration, FILE.clients.json). With at least one client every MCP request must
          send `Authorization: Bearer TOKEN`, and sees and runs only its scope. With
@@ -192,6 +200,7 @@ fn dispatch(args: &[String]) -> Result<(), String> {
         Some("call") => call::run(rest),
         Some("serve") => serve::run(rest),
         Some("approve") => approve::run(rest),
+        Some("auth") => auth::run(rest),
         Some("clients") => clients::run(rest),
         Some("eval") => eval::run(rest),
         Some("compact") => compact::run(rest),
@@ -214,6 +223,7 @@ fn parse_only(args: &[String]) -> Result<(), String> {
         Some("call") => call::parse(rest).map(drop),
         Some("serve") => serve::parse(rest).map(drop),
         Some("approve") => approve::parse(rest).map(drop),
+        Some("auth") => auth::parse(rest).map(drop),
         Some("clients") => clients::parse(rest).map(drop),
         Some("eval") => eval::parse_eval(rest).map(drop),
         Some("gen-catalog") => synth::parse(rest).map(drop),
@@ -325,6 +335,7 @@ mod tests {
                 "call",
                 "serve",
                 "approve",
+                "auth",
                 "clients",
                 "--server",
                 "--tool",

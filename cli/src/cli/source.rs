@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use capstore::catalog::{Catalog, LoadReport};
 use capstore::context::SelectionPolicy;
+use capstore::mcp::live::oauth::TokenStores;
 use capstore::mcp::live::{McpHub, Quarantine, quarantine_path};
 use capstore::mcp::{McpConfig, McpToolList, import_server};
 use capstore::provider::ToolExport;
@@ -191,6 +192,8 @@ fn connect(
         }
     }
     options.quarantine = quarantine.clone();
+    // Servers with "oauth": their tokens in the file beside the configuration (`capstore auth`).
+    options.tokens = Some(TokenStores::beside(path));
     progress(&format!(
         "connecting to {} MCP server(s) of {}",
         config.servers.len(),

@@ -180,6 +180,8 @@ impl GatewayProcess {
 /// where it serves (with `ADDR` `127.0.0.1:0`, the port the system gave it).
 pub struct HttpGateway {
     child: Child,
+    /// Everything it wrote to stderr so far.
+    stderr: Arc<Mutex<String>>,
     /// `http://127.0.0.1:PORT/mcp`.
     pub mcp: String,
     /// The admin page's address, with its token.
@@ -202,9 +204,15 @@ impl HttpGateway {
             .expect("capstore serve starts");
         let stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let (tx, lines) = mpsc::channel();
+        let kept = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&kept);
         std::thread::spawn(move || {
             // Read to the end, so the gateway never writes to a closed pipe.
             for line in stderr.lines().map_while(Result::ok) {
+                let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
+                text.push_str(&line);
+                text.push('\n');
+                drop(text);
                 let _ = tx.send(line);
             }
         });
@@ -238,10 +246,21 @@ impl HttpGateway {
         );
         HttpGateway {
             child,
+            stderr: kept,
             mcp,
             page,
             port,
         }
+    }
+}
+
+impl HttpGateway {
+    /// What the gateway wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::gateway::ClientRecord;
-use crate::mcp::live::{QuarantineReason, ServerState, ServerStatus};
+use crate::mcp::live::{AuthStatus, QuarantineReason, ServerState, ServerStatus};
 
 use super::archive::{Definition, Held};
 use super::calls::Call;
@@ -123,6 +123,7 @@ pub(super) fn servers(statuses: Option<&[ServerStatus]>) -> String {
             }
             ServerState::Connecting | ServerState::Reconnecting => ("down", "down"),
             ServerState::Stopped => ("stopped", "stopped"),
+            ServerState::SignInRequired => ("down", "needs sign-in"),
         };
         let since = match s.down_since {
             Some(at) => format!(r#"{}<div class="muted">{}</div>"#, clock(at), ago(at)),
@@ -136,6 +137,9 @@ pub(super) fn servers(statuses: Option<&[ServerStatus]>) -> String {
         }
         if let Some(info) = &s.server_info {
             detail.push_str(&format!(r#"<div class="muted">{}</div>"#, esc(info)));
+        }
+        if let Some(auth) = &s.auth {
+            detail.push_str(&sign_in(s.state, auth));
         }
         if !s.stderr.is_empty() {
             detail.push_str(&format!(
@@ -155,6 +159,31 @@ pub(super) fn servers(statuses: Option<&[ServerStatus]>) -> String {
         "<table><thead><tr><th>Server</th><th>State</th><th>Down since</th><th>Tools</th>\
          <th>Reconnects</th><th>Detail</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+}
+
+/// An OAuth server's sign-in: the command to run when it needs one, its refreshes otherwise.
+/// Never a token (the status holds none).
+fn sign_in(state: ServerState, auth: &AuthStatus) -> String {
+    let r = auth.refreshes;
+    let mut out = if state == ServerState::SignInRequired || !auth.signed_in {
+        format!(
+            r#"<div class="reason">Sign in with <code class="sign-in">{}</code></div>"#,
+            esc(&auth.sign_in_command)
+        )
+    } else {
+        r#"<div class="muted">OAuth: signed in</div>"#.to_string()
+    };
+    out.push_str(&format!(
+        r#"<div class="muted">token refreshes: {} ok, {} failed, {} refused</div>"#,
+        r.ok, r.error, r.rejected
+    ));
+    if let Some(error) = &auth.last_refresh_error {
+        out.push_str(&format!(
+            r#"<div class="reason">last refresh failed: {} (token kept)</div>"#,
+            esc(error)
+        ));
+    }
+    out
 }
 
 /// One held tool, as the quarantine section shows it.

@@ -73,6 +73,33 @@ pub enum LiveError {
         /// The command-line flag that raises it.
         flag: &'static str,
     },
+    /// The server requires OAuth sign-in and has no usable token: never signed in, its refresh
+    /// token was refused, or it answered 401 although its entry has no `"oauth"`. The message
+    /// says what to do.
+    ///
+    /// ```
+    /// use capstore::mcp::live::LiveError;
+    /// let err = LiveError::SignInRequired { server: "docs".into(), reason: "no token is stored".into(),
+    ///     command: "capstore auth docs --mcp-config mcp.json".into() };
+    /// assert!(err.to_string().ends_with("run `capstore auth docs --mcp-config mcp.json`"));
+    /// ```
+    SignInRequired {
+        /// The server.
+        server: String,
+        /// Why, in words (never a token).
+        reason: String,
+        /// The command that signs in (`capstore auth NAME --mcp-config FILE`).
+        command: String,
+    },
+    /// The server's OAuth token needed a refresh that failed for a passing reason (the
+    /// authorization server answered 5xx, or could not be reached). The stored token is kept:
+    /// the server stays signed in and the next attempt refreshes again.
+    TokenRefresh {
+        /// The server.
+        server: String,
+        /// Why (never a token).
+        reason: String,
+    },
     /// The list arrived but cannot be imported (an invalid tool, duplicate names, a tool still
     /// listed by a skill): nothing of it was imported.
     Import {
@@ -97,6 +124,8 @@ impl LiveError {
             | LiveError::Timeout { server, .. }
             | LiveError::List { server, .. }
             | LiveError::Limit { server, .. }
+            | LiveError::SignInRequired { server, .. }
+            | LiveError::TokenRefresh { server, .. }
             | LiveError::Import { server, .. } => server,
         }
     }
@@ -153,6 +182,19 @@ impl fmt::Display for LiveError {
                     "MCP server `{server}`: its tools cannot be imported: {error}"
                 )
             }
+            LiveError::SignInRequired {
+                server,
+                reason,
+                command,
+            } => write!(
+                f,
+                "MCP server `{server}` needs sign-in ({reason}): run `{command}`"
+            ),
+            LiveError::TokenRefresh { server, reason } => write!(
+                f,
+                "MCP server `{server}`: its OAuth token could not be refreshed ({reason}); \
+                 the token is kept and the refresh is tried again"
+            ),
         }
     }
 }
@@ -238,6 +280,34 @@ pub enum CallError {
         /// The whole result (`content`, `structuredContent`, `isError`).
         result: Value,
     },
+    /// The server requires OAuth sign-in and has no usable token (never signed in, or its
+    /// refresh token was refused). Fails at once; the message names the command to run.
+    ///
+    /// ```
+    /// use capstore::mcp::live::CallError;
+    /// let err = CallError::SignInRequired { server: "docs".into(), reason: "the refresh token was refused".into(),
+    ///     command: "capstore auth docs --mcp-config mcp.json".into() };
+    /// assert!(err.to_string().contains("needs sign-in"));
+    /// ```
+    SignInRequired {
+        /// The server.
+        server: String,
+        /// Why, in words (never a token).
+        reason: String,
+        /// The command that signs in (`capstore auth NAME --mcp-config FILE`).
+        command: String,
+    },
+    /// The call needed a token refresh that failed for a passing reason (the authorization
+    /// server answered 5xx, or could not be reached), after a few quick retries. The stored
+    /// token is kept; the server stays signed in and the next call refreshes again.
+    TokenRefresh {
+        /// The server.
+        server: String,
+        /// The tool's MCP name.
+        tool: String,
+        /// Why (never a token).
+        reason: String,
+    },
     /// The arguments are not a JSON object (MCP's `arguments` must be one).
     InvalidArguments {
         /// The server.
@@ -283,6 +353,23 @@ impl fmt::Display for CallError {
             CallError::Tool {
                 server, tool, text, ..
             } => write!(f, "MCP server `{server}`: `{tool}` failed: {text}"),
+            CallError::SignInRequired {
+                server,
+                reason,
+                command,
+            } => write!(
+                f,
+                "MCP server `{server}` needs sign-in ({reason}): run `{command}`"
+            ),
+            CallError::TokenRefresh {
+                server,
+                tool,
+                reason,
+            } => write!(
+                f,
+                "MCP server `{server}`: `{tool}` was not sent: its OAuth token could not be \
+                 refreshed ({reason}); the token is kept, try again"
+            ),
             CallError::InvalidArguments { server, tool } => write!(
                 f,
                 "MCP server `{server}`: arguments for `{tool}` must be a JSON object"

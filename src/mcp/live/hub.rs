@@ -87,7 +87,7 @@ impl McpHub {
         let mut tasks = Vec::new();
         let mut pending = Vec::new();
         for server in &config.servers {
-            let session = Arc::new(Session::new(&server.name, &options));
+            let session = Arc::new(Session::new(server, &options));
             let (first, first_rx) = oneshot::channel();
             let task = Task {
                 session: Arc::clone(&session),

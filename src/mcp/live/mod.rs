@@ -18,6 +18,13 @@
 //!   back-off (500 ms doubling to 30 s), re-importing on success. Other servers are not
 //!   affected.
 //!
+//! # Servers behind OAuth
+//! A Streamable HTTP server whose entry has `"oauth": true` (feature `mcp-oauth`) is reached
+//! with the token `capstore auth` stored ([`LiveOptions::tokens`] says where tokens are kept),
+//! sent per request and refreshed before it expires; without a usable token it is in
+//! [`ServerState::SignInRequired`] and its tools fail with [`CallError::SignInRequired`]. See the
+//! `oauth` module (with the feature on).
+//!
 //! # Results and errors
 //! A call's output is the MCP result as JSON: `{"content": [...], "structuredContent": ...}`,
 //! content blocks and structured content as the server sent them. A result with
@@ -67,10 +74,14 @@
 
 mod error;
 mod hub;
+#[cfg(feature = "mcp-oauth")]
+pub mod oauth;
 mod quarantine;
 mod session;
 mod status;
 mod stderr;
+#[cfg(feature = "mcp-oauth")]
+mod upstream_auth;
 
 pub use error::{CallError, LiveError};
 pub use hub::{McpHub, Startup};
@@ -84,4 +95,4 @@ pub(crate) use quarantine::{EditOutcome, TrustBackend, TrustEdit, TrustState};
 // For the page's record of definitions (`gateway::admin`), written as the trust file is.
 #[cfg(feature = "gateway")]
 pub(crate) use quarantine::write_private;
-pub use status::{LiveEvent, LiveOptions, ServerState, ServerStatus};
+pub use status::{AuthStatus, LiveEvent, LiveOptions, RefreshCounts, ServerState, ServerStatus};

@@ -29,6 +29,8 @@ use super::error::{CallError, LiveError};
 use super::quarantine::{HeldTool, Quarantine, Verdict};
 use super::status::{LiveEvent, LiveOptions, ServerState, ServerStatus};
 use super::stderr::StderrTail;
+#[cfg(feature = "mcp-oauth")]
+use super::upstream_auth::{OAuthSession, TokenCheck};
 
 /// How long a stdio server that failed is given to finish writing to stderr, so that its last
 /// words make it into the error.
@@ -52,6 +54,9 @@ pub(crate) struct Session {
     last_list: Mutex<Option<McpToolList>>,
     /// The tools of the last list held back by the quarantine.
     held: RwLock<Vec<HeldTool>>,
+    /// The sign-in of a server with `"oauth"` in its entry.
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<OAuthSession>,
 }
 
 /// The rmcp client handler: it tells the session task that the server's tool list changed.
@@ -82,8 +87,13 @@ impl ClientHandler for Client {
 type Connection = RunningService<RoleClient, Client>;
 
 impl Session {
-    pub(crate) fn new(name: &str, options: &LiveOptions) -> Self {
+    pub(crate) fn new(server: &ServerConfig, options: &LiveOptions) -> Self {
+        let name = server.name.as_str();
         Session {
+            #[cfg(feature = "mcp-oauth")]
+            oauth: server
+                .oauth()
+                .map(|_| OAuthSession::new(name, options.tokens.clone())),
             name: name.to_string(),
             peer: RwLock::new(None),
             status: RwLock::new(ServerStatus::new(name)),
@@ -119,6 +129,10 @@ impl Session {
     pub(crate) fn status(&self) -> ServerStatus {
         let mut status = self.status.read().clone();
         status.stderr = self.stderr.lines();
+        #[cfg(feature = "mcp-oauth")]
+        {
+            status.auth = self.oauth.as_ref().map(OAuthSession::status);
+        }
         status
     }
 
@@ -128,7 +142,7 @@ impl Session {
         change(&mut status);
         match status.state {
             ServerState::Ready => status.down_since = None,
-            ServerState::Reconnecting | ServerState::Stopped => {
+            ServerState::Reconnecting | ServerState::Stopped | ServerState::SignInRequired => {
                 status.down_since.get_or_insert_with(SystemTime::now);
             }
             ServerState::Connecting => {}
@@ -148,6 +162,8 @@ impl Session {
                 });
             }
         };
+        #[cfg(feature = "mcp-oauth")]
+        self.check_token(tool).await?;
         let peer = self.peer.read().clone();
         let Some(peer) = peer.filter(|peer| !peer.is_transport_closed()) else {
             self.forget_closed_connection(|| "the connection closed".to_string());
@@ -222,6 +238,60 @@ impl Session {
                 s.state = ServerState::Reconnecting;
                 s.last_error = Some(reason);
             });
+        }
+    }
+
+    /// For an OAuth server: fails at once when it needs sign-in, and otherwise makes sure the
+    /// token is fresh before the call is sent (a refresh that fails for a passing reason fails
+    /// the call and keeps the token; one that is refused puts the server in
+    /// [`ServerState::SignInRequired`]). Bounded by the call timeout.
+    #[cfg(feature = "mcp-oauth")]
+    async fn check_token(&self, tool: &str) -> Result<(), CallError> {
+        let Some(oauth) = &self.oauth else {
+            return Ok(());
+        };
+        let sign_in = |reason: String| CallError::SignInRequired {
+            server: self.name.clone(),
+            reason,
+            command: oauth.command(),
+        };
+        if self.status.read().state == ServerState::SignInRequired {
+            return Err(sign_in(
+                "no usable token: never signed in, or the refresh token was refused".to_string(),
+            ));
+        }
+        let Some(client) = oauth.current() else {
+            // Not connected: the peer check after this says so.
+            return Ok(());
+        };
+        let checked = tokio::time::timeout(self.call_timeout, oauth.check(&client)).await;
+        match checked {
+            Ok(TokenCheck::Ready) => Ok(()),
+            Ok(TokenCheck::SignIn(reason)) => {
+                *self.peer.write() = None;
+                oauth.signed_out();
+                // The task drops the connection and waits for a new sign-in.
+                oauth.sign_in_needed.notify_one();
+                let error = oauth.sign_in_error(reason.clone());
+                self.update(|s| {
+                    s.state = ServerState::SignInRequired;
+                    s.last_error = Some(error.to_string());
+                });
+                Err(sign_in(reason))
+            }
+            Ok(TokenCheck::Failed(reason)) => Err(CallError::TokenRefresh {
+                server: self.name.clone(),
+                tool: tool.to_string(),
+                reason,
+            }),
+            Err(_) => Err(CallError::TokenRefresh {
+                server: self.name.clone(),
+                tool: tool.to_string(),
+                reason: format!(
+                    "no answer from the authorization server within {:.1} s",
+                    self.call_timeout.as_secs_f64()
+                ),
+            }),
         }
     }
 
@@ -348,6 +418,30 @@ impl Session {
     }
 }
 
+/// Whether a connection's error is a server asking for OAuth (a 401 with `WWW-Authenticate`,
+/// which rmcp reports as "Auth required"), anywhere in its chain of causes.
+fn asks_for_oauth(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.to_string().contains("Auth required") {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// A server whose entry has `"oauth"` always has an OAuth session (both come from the same
+/// entry); should that ever not hold, the server is reported as needing sign-in, not a panic.
+#[cfg(feature = "mcp-oauth")]
+fn no_oauth_session(server: &str) -> LiveError {
+    LiveError::SignInRequired {
+        server: server.to_string(),
+        reason: "its OAuth session was not set up".to_string(),
+        command: format!("capstore auth {server} --mcp-config FILE"),
+    }
+}
+
 /// A dropped tool's error, naming the field.
 fn describe_dropped(error: &McpError) -> String {
     match error {
@@ -382,6 +476,16 @@ fn content_text(result: &Value) -> String {
     }
 }
 
+/// Resolves when a call found that the server needs sign-in; never for other servers.
+async fn sign_in_needed(session: &Session) {
+    #[cfg(feature = "mcp-oauth")]
+    if let Some(oauth) = &session.oauth {
+        return oauth.sign_in_needed.notified().await;
+    }
+    let _ = session;
+    std::future::pending::<()>().await
+}
+
 /// What the task needs besides the session.
 pub(crate) struct Task {
     pub(crate) session: Arc<Session>,
@@ -395,6 +499,8 @@ pub(crate) struct Task {
 /// How a connection ended.
 enum End {
     Closed(String),
+    /// A call found the OAuth token unusable: sign-in is needed.
+    SignIn,
     Shutdown,
 }
 
@@ -433,6 +539,18 @@ impl Task {
                     *self.session.peer.write() = None;
                     match end {
                         End::Shutdown => break,
+                        End::SignIn => {
+                            let reason = self.session.status.read().last_error.clone();
+                            let _ = self.events.send(LiveEvent::Down {
+                                server: self.session.name.clone(),
+                                reason: reason.unwrap_or_else(|| "needs sign-in".to_string()),
+                            });
+                            if !self.wait_for_sign_in().await {
+                                break;
+                            }
+                            delay = self.options.reconnect_initial;
+                            continue;
+                        }
                         End::Closed(reason) => {
                             self.session.stderr.settle(STDERR_SETTLE).await;
                             let reason = self.session.stderr.annotate(reason);
@@ -448,8 +566,13 @@ impl Task {
                     }
                 }
                 Err(error) => {
+                    let sign_in = matches!(error, LiveError::SignInRequired { .. });
                     self.session.update(|s| {
-                        s.state = ServerState::Reconnecting;
+                        s.state = if sign_in {
+                            ServerState::SignInRequired
+                        } else {
+                            ServerState::Reconnecting
+                        };
                         s.last_error = Some(error.to_string());
                     });
                     match first.take() {
@@ -459,6 +582,13 @@ impl Task {
                         None => {
                             let _ = self.events.send(LiveEvent::Failed { error });
                         }
+                    }
+                    if sign_in {
+                        if !self.wait_for_sign_in().await {
+                            break;
+                        }
+                        delay = self.options.reconnect_initial;
+                        continue;
                     }
                 }
             }
@@ -470,6 +600,17 @@ impl Task {
         }
         *self.session.peer.write() = None;
         self.session.update(|s| s.state = ServerState::Stopped);
+    }
+
+    /// Waits for a new token in the server's store (or shutdown: `false`). Without the
+    /// `mcp-oauth` feature, a server cannot be signed in to: waits for shutdown.
+    async fn wait_for_sign_in(&mut self) -> bool {
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = &self.session.oauth {
+            return oauth.wait_for_sign_in(&mut self.shutdown).await;
+        }
+        let _ = self.shutdown.changed().await;
+        false
     }
 
     async fn connect_and_import(
@@ -539,7 +680,11 @@ impl Task {
                 }
                 tokio::time::timeout(self.options.connect_timeout, client.serve(transport)).await
             }
-            ServerTransport::Http { url, headers } => {
+            ServerTransport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
                     let header = http::HeaderName::from_bytes(name.as_bytes())
@@ -558,12 +703,58 @@ impl Task {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                tokio::time::timeout(self.options.connect_timeout, client.serve(transport)).await
+                let timeout = self.options.connect_timeout;
+                match oauth {
+                    #[cfg(feature = "mcp-oauth")]
+                    Some(_) => match &self.session.oauth {
+                        Some(session) => {
+                            // Every request asks the client for the token (refreshed before
+                            // it expires); none is fixed in the configuration.
+                            let http = session.connect(url, timeout).await?;
+                            let transport =
+                                rmcp::transport::StreamableHttpClientTransport::with_client(
+                                    http, config,
+                                );
+                            tokio::time::timeout(timeout, client.serve(transport)).await
+                        }
+                        None => return Err(no_oauth_session(&server)),
+                    },
+                    #[cfg(not(feature = "mcp-oauth"))]
+                    Some(_) => {
+                        return Err(LiveError::SignInRequired {
+                            server: server.clone(),
+                            reason: "this build of capstore has no OAuth support (cargo \
+                                     feature `mcp-oauth`)"
+                                .to_string(),
+                            command: format!("capstore auth {server} --mcp-config FILE"),
+                        });
+                    }
+                    None => {
+                        let transport =
+                            rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                        tokio::time::timeout(timeout, client.serve(transport)).await
+                    }
+                }
             }
         };
         match handshake {
             Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(error)) if asks_for_oauth(&error) => {
+                let command = format!("capstore auth {server} --mcp-config FILE");
+                #[cfg(feature = "mcp-oauth")]
+                if let Some(oauth) = &self.session.oauth {
+                    // The token was refused by the server itself, and a refresh did not help.
+                    oauth.signed_out();
+                    return Err(oauth.sign_in_error("the server refused the stored token (401)"));
+                }
+                Err(LiveError::SignInRequired {
+                    server: server.clone(),
+                    reason: "it answered 401 and asks for OAuth sign-in, but its entry has no \
+                             `\"oauth\": true`; add it to the configuration"
+                        .to_string(),
+                    command,
+                })
+            }
             Ok(Err(error)) => {
                 self.session.stderr.settle(STDERR_SETTLE).await;
                 Err(LiveError::Handshake {
@@ -680,6 +871,11 @@ impl Task {
                     });
                 }
                 () = list_changed.notified() => self.relist(&peer).await,
+                () = sign_in_needed(&self.session) => {
+                    cancel.cancel();
+                    let _ = tokio::time::timeout(CLOSE_GRACE, &mut waiting).await;
+                    return End::SignIn;
+                }
                 _ = self.shutdown.changed() => {
                     cancel.cancel();
                     let _ = tokio::time::timeout(CLOSE_GRACE, &mut waiting).await;

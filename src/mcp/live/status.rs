@@ -49,6 +49,12 @@ pub struct LiveOptions {
     /// approved; [`McpHub::held`](super::McpHub::held) says which and why. `None` (the default):
     /// no check.
     pub quarantine: Option<Quarantine>,
+    /// Where the tokens of servers with `"oauth"` are kept (feature `mcp-oauth`;
+    /// [`TokenStores::beside`](super::oauth::TokenStores::beside) for the file beside the
+    /// configuration, as `capstore serve` uses). `None` (the default): such a server is not
+    /// connected, and is in [`ServerState::SignInRequired`].
+    #[cfg(feature = "mcp-oauth")]
+    pub tokens: Option<super::oauth::TokenStores>,
 }
 
 impl Default for LiveOptions {
@@ -63,6 +69,8 @@ impl Default for LiveOptions {
             max_tools: 20_000,
             max_tool_bytes: 64 * 1024,
             quarantine: None,
+            #[cfg(feature = "mcp-oauth")]
+            tokens: None,
         }
     }
 }
@@ -79,6 +87,47 @@ pub enum ServerState {
     Reconnecting,
     /// The hub was shut down.
     Stopped,
+    /// An OAuth server (`"oauth"` in its entry) with no usable token: never signed in, or its
+    /// refresh token was refused. Its tools (if it had any) stay in the store and fail fast
+    /// with [`CallError::SignInRequired`](super::CallError::SignInRequired), which names the
+    /// command to run; the hub connects again by itself once a new token is stored.
+    SignInRequired,
+}
+
+/// Where an OAuth server's sign-in stands, in its [`ServerStatus`]. Holds no token.
+///
+/// ```
+/// let auth = capstore::mcp::live::AuthStatus::default();
+/// assert!(!auth.signed_in && auth.refreshes.ok == 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthStatus {
+    /// A token is stored and was accepted (or refreshed) at the last use: the server is
+    /// signed in, even while a refresh fails for a passing reason.
+    pub signed_in: bool,
+    /// The command that signs in to it (`capstore auth NAME --mcp-config FILE`).
+    pub sign_in_command: String,
+    /// Its token refreshes so far, by outcome.
+    pub refreshes: RefreshCounts,
+    /// The last refresh's failure, while it is the latest news (cleared by a successful
+    /// refresh or connection).
+    pub last_refresh_error: Option<String>,
+}
+
+/// How many token refreshes of a server ended each way (see [`AuthStatus`]).
+///
+/// ```
+/// let counts = capstore::mcp::live::RefreshCounts::default();
+/// assert_eq!(counts.ok + counts.error + counts.rejected, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshCounts {
+    /// New tokens saved.
+    pub ok: u64,
+    /// Failed for a passing reason (a 5xx, the network, the store): the token was kept.
+    pub error: u64,
+    /// Refused (`invalid_grant`), or nothing to refresh with: sign-in is needed.
+    pub rejected: u64,
 }
 
 /// A snapshot of one server's state, for display and diagnostics.
@@ -107,6 +156,8 @@ pub struct ServerStatus {
     /// The tools of its last `tools/list` that were dropped, each alone, as malformed or too
     /// large: one line each naming the tool, the field and why. Its other tools are imported.
     pub dropped: Vec<String>,
+    /// Its sign-in, for a server with `"oauth"` in its entry; `None` for the others.
+    pub auth: Option<AuthStatus>,
 }
 
 impl ServerStatus {
@@ -122,6 +173,7 @@ impl ServerStatus {
             stderr: Vec::new(),
             down_since: None,
             dropped: Vec::new(),
+            auth: None,
         }
     }
 }
