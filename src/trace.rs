@@ -42,7 +42,7 @@
 //! ```
 
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
@@ -55,8 +55,11 @@ use crate::mcp::live::CallError;
 
 /// Whether spans are exported now: the one thing a call reads when they are not.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// The tracer of the [`Tracing`] started last, while it runs.
-static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
+/// The tracer of the [`Tracing`] started last, with its number, while it runs.
+static TRACER: RwLock<Option<(u64, SdkTracer)>> = RwLock::new(None);
+/// The number of the next [`Tracing`], so that stopping one that was replaced leaves the one
+/// that replaced it running.
+static STARTED: AtomicU64 = AtomicU64::new(0);
 
 /// How long one export may take before it is given up (and its spans lost).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -96,6 +99,9 @@ impl std::error::Error for TraceError {}
 pub struct Tracing {
     provider: SdkTracerProvider,
     endpoint: String,
+    /// Its number in `TRACER`.
+    number: u64,
+    stopped: bool,
 }
 
 impl std::fmt::Debug for Tracing {
@@ -194,17 +200,33 @@ impl Tracing {
             .with_batch_exporter(exporter)
             .with_resource(resource.build())
             .build();
-        *TRACER.write().unwrap_or_else(|e| e.into_inner()) = Some(provider.tracer("capstore"));
+        let number = STARTED.fetch_add(1, Ordering::Relaxed);
+        *TRACER.write().unwrap_or_else(|e| e.into_inner()) =
+            Some((number, provider.tracer("capstore")));
         ACTIVE.store(true, Ordering::Release);
         Ok(Tracing {
             provider,
             endpoint: url,
+            number,
+            stopped: false,
         })
     }
 
     fn stop(&mut self) -> Result<(), TraceError> {
-        ACTIVE.store(false, Ordering::Release);
-        *TRACER.write().unwrap_or_else(|e| e.into_inner()) = None;
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(());
+        }
+        {
+            let mut tracer = TRACER.write().unwrap_or_else(|e| e.into_inner());
+            // Replaced by a later one: that one goes on.
+            if tracer
+                .as_ref()
+                .is_some_and(|(number, _)| *number == self.number)
+            {
+                ACTIVE.store(false, Ordering::Release);
+                *tracer = None;
+            }
+        }
         self.provider
             .shutdown_with_timeout(SHUTDOWN_TIMEOUT)
             .map_err(|e| TraceError(format!("traces to {}: {e}", self.endpoint)))
@@ -212,7 +234,8 @@ impl Tracing {
 }
 
 impl Drop for Tracing {
-    /// Sends what is queued (see [`shutdown`](Self::shutdown)); an error is lost.
+    /// Sends what is queued (see [`shutdown`](Self::shutdown), which blocks up to 5 s); an
+    /// error is lost.
     fn drop(&mut self) {
         let _ = self.stop();
     }
@@ -223,7 +246,11 @@ fn tracer() -> Option<SdkTracer> {
     if !ACTIVE.load(Ordering::Acquire) {
         return None;
     }
-    TRACER.read().unwrap_or_else(|e| e.into_inner()).clone()
+    TRACER
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|(_, tracer)| tracer.clone())
 }
 
 /// A W3C trace context read from HTTP headers.

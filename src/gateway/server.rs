@@ -575,10 +575,14 @@ impl Gateway {
         };
         #[cfg(feature = "otel")]
         span.end(outcome, || match &result {
-            Ok(answer) => answer
-                .content
-                .iter()
-                .find_map(|block| Some(block.as_text()?.text.clone())),
+            Ok(answer) => Some(
+                answer
+                    .content
+                    .iter()
+                    .filter_map(|block| Some(block.as_text()?.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
             Err(error) => Some(error.message.to_string()),
         });
         if let Some(client) = client {
