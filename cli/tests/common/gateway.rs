@@ -192,9 +192,20 @@ impl HttpGateway {
     /// Starts the gateway in the crate's directory and waits (60 s at most) for both addresses
     /// on its stderr: the MCP endpoint, then the page on the same port.
     pub fn start(config: &Path, addr: &str, extra: &[&str]) -> HttpGateway {
+        Self::start_with_env(config, addr, extra, &[])
+    }
+
+    /// [`start`](Self::start), with `env` added to the gateway's environment.
+    pub fn start_with_env(
+        config: &Path,
+        addr: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> HttpGateway {
         let mut child = serve(config)
             .args(["--http", addr])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
