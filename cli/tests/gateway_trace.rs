@@ -1,7 +1,8 @@
 //! `capstore serve --http --otlp-endpoint URL`: each call's spans, exported over OTLP/HTTP to
 //! a collector that runs inside this test (hyper on loopback, the OpenTelemetry project's own
-//! protobuf types decoded with prost), in the trace the client's `traceparent` started; and a
-//! collector that never answers slows no call.
+//! protobuf types decoded with prost), in the trace the client's `traceparent` started (its
+//! HTTP header, or over stdio its request's `_meta`), the queued spans sent when the gateway
+//! stops; and a collector that never answers slows no call.
 
 #[path = "common/gateway.rs"]
 mod gateway;
@@ -14,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use gateway::HttpGateway;
+use gateway::{GatewayProcess, HttpGateway};
 use http_body_util::{BodyExt, Full};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -484,6 +485,65 @@ fn a_calls_spans_reach_the_collector_in_the_clients_trace() {
     assert_eq!(child.span.parent_span_id, root.span.span_id);
     assert_eq!(child.span.trace_id, root.span.trace_id);
     drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Over stdio, the client's trace context comes in the request's `_meta`; the spans are sent
+/// when the session ends and the gateway stops, though its batches would wait a minute.
+#[test]
+fn over_stdio_the_trace_comes_in_meta_and_the_spans_are_sent_when_the_gateway_stops() {
+    let dir = scratch("stdio");
+    let config = config(&dir);
+    let collector = Collector::start(true);
+    let mut gateway = GatewayProcess::start_with_env(
+        &config,
+        &["--no-quarantine", "--otlp-endpoint", &collector.url],
+        &[("OTEL_BSP_SCHEDULE_DELAY", "60000")],
+    );
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let client_span = "b9c7c989f97918e1";
+    let answer = gateway.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "f/echo", "arguments": {"message": "x"}},
+               "_meta": {"traceparent": format!("00-{trace_id}-{client_span}-01")}}),
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"]["echoed"], "x",
+        "{answer}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        collector.spans.lock().expect("spans").is_empty(),
+        "nothing sent before a batch is due"
+    );
+    assert!(
+        gateway.finish(Duration::from_secs(20)),
+        "the gateway exits when its client leaves: {}",
+        gateway.stderr()
+    );
+    let spans = collector.wait_for(|spans| spans.len() >= 2);
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let served = spans
+        .iter()
+        .find(|s| s.span.kind == SpanKind::Server as i32)
+        .expect("the server span");
+    assert_eq!(hex(&served.span.trace_id), trace_id);
+    assert_eq!(hex(&served.span.parent_span_id), client_span);
+    assert_eq!(
+        served.attribute("capstore.client"),
+        None,
+        "no clients over stdio"
+    );
+    let upstream = spans
+        .iter()
+        .find(|s| s.span.kind == SpanKind::Client as i32)
+        .expect("the upstream span");
+    assert_eq!(upstream.span.parent_span_id, served.span.span_id);
+    assert_eq!(
+        answer["result"]["structuredContent"]["traceparent"],
+        format!("00-{trace_id}-{}-01", hex(&upstream.span.span_id)),
+        "{answer}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
