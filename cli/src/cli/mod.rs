@@ -114,6 +114,10 @@ SERVE:   an MCP server in front of the configured servers, for any MCP client.
                               for (`Authorization: Bearer TOKEN`; Prometheus text format)
     --audit-arguments         audit a client's calls with their arguments (by default: who,
                               which tool and how it ended only)
+    --otlp-endpoint URL       export each call's spans (client -> gateway -> upstream, in the
+                              client's trace when it sends `traceparent`) to the OpenTelemetry
+                              collector at URL over OTLP/HTTP (http://127.0.0.1:4318; spans go
+                              to URL/v1/traces). Default: OTEL_EXPORTER_OTLP_ENDPOINT, if set
     --pin TOOL                also offer TOOL directly in search mode; repeatable
     --max-results N           at most N tools per search_tools answer (default 8)
     --state postgres://...    share the catalog with every gateway on that PostgreSQL (its
@@ -368,6 +372,7 @@ mod tests {
                 "--max-results",
                 "--allow-origin",
                 "--admin-token-file",
+                "--otlp-endpoint",
                 "--all",
                 "--tools",
                 "--queries",

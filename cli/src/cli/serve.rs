@@ -7,6 +7,7 @@ use capstore::gateway::{
     Clients, Gateway, GatewayOptions, HttpGuard, Mode, UsageSink, clients_path,
 };
 use capstore::sync::SyncOptions;
+use capstore::trace::Tracing;
 
 use super::args::{Args, SourceArgs, count, unknown};
 use super::source::{self, progress};
@@ -20,6 +21,8 @@ pub(crate) struct ServeArgs {
     /// `--state`: the PostgreSQL whose change log shares the catalog and the audit.
     state_url: Option<String>,
     sync_options: SyncOptions,
+    /// `--otlp-endpoint`: the OTLP/HTTP collector the calls' spans go to.
+    otlp_endpoint: Option<String>,
 }
 
 /// Reads the flags; checks nothing outside the command line.
@@ -29,6 +32,7 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
     let mut http: Option<SocketAddr> = None;
     let mut state_url: Option<String> = None;
     let mut sync_options = SyncOptions::default();
+    let mut otlp_endpoint = None;
     let mut it = Args::new(args);
     while let Some(arg) = it.next() {
         if sources.accept(arg, &mut it)? {
@@ -64,6 +68,17 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
                 options.admin_token = Some(token.trim().to_string());
             }
             "--audit-arguments" => options.audit_arguments = true,
+            "--otlp-endpoint" => {
+                let url = it.value(arg)?;
+                // Checked here, so that a typo stops the command before anything starts.
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "--otlp-endpoint: `{url}` is not an http:// or https:// address \
+                         (the collector's OTLP/HTTP base, like http://127.0.0.1:4318)"
+                    ));
+                }
+                otlp_endpoint = Some(url.to_string());
+            }
             "--pin" => options.pinned.push(it.value(arg)?.to_string()),
             "--max-results" => options.max_results = count(arg, it.value(arg)?, 1, 1_000)?,
             "--state" => state_url = Some(it.value(arg)?.to_string()),
@@ -91,6 +106,7 @@ pub(crate) fn parse(args: &[String]) -> Result<ServeArgs, String> {
         http,
         state_url,
         sync_options,
+        otlp_endpoint,
     })
 }
 
@@ -105,7 +121,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         http,
         state_url,
         sync_options,
+        otlp_endpoint,
     } = parse(args)?;
+    // The calls' spans, to the collector given or the one OTEL_EXPORTER_OTLP_ENDPOINT names;
+    // sent in batches from a thread of their own, and what is queued sent when serving ends.
+    let tracing = match &otlp_endpoint {
+        Some(url) => Some(Tracing::start(url)),
+        None => Tracing::from_env().transpose(),
+    }
+    .transpose()
+    .map_err(|e| format!("traces: {e}"))?;
+    if let Some(tracing) = &tracing {
+        progress(&format!("traces: spans exported to {}", tracing.endpoint()));
+    }
     // With --state, the replica opens first: the live servers' tools are judged against the
     // trust state it shares, not the configuration's trust file.
     let mut replica = None;
@@ -194,6 +222,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // The sessions have ended (their last turns queued): what the queue holds goes now.
     if let Some(shared) = &shared {
         shared.flush_usage(&live.runtime);
+    }
+    if let Some(Err(e)) = tracing.map(Tracing::shutdown) {
+        progress(&format!("traces: {e}"));
     }
     served.map_err(|e| format!("serve: {e}"))
 }

@@ -30,7 +30,8 @@ fn serve(config: &Path) -> Command {
 /// A running `capstore serve --mcp-config CONFIG EXTRA...`.
 pub struct GatewayProcess {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once [`finish`](Self::finish) closed it.
+    stdin: Option<ChildStdin>,
     /// Each stdout line: a JSON-RPC message, or the line that was not one.
     lines: mpsc::Receiver<Result<Value, String>>,
     next_id: i64,
@@ -40,8 +41,14 @@ pub struct GatewayProcess {
 impl GatewayProcess {
     /// Starts the gateway in the crate's directory and completes the MCP handshake.
     pub fn start(config: &Path, extra: &[&str]) -> GatewayProcess {
+        Self::start_with_env(config, extra, &[])
+    }
+
+    /// [`start`](Self::start), with `env` added to the gateway's environment.
+    pub fn start_with_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> GatewayProcess {
         let mut child = serve(config)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -70,7 +77,7 @@ impl GatewayProcess {
         });
         let mut gateway = GatewayProcess {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
             next_id: 0,
             stderr,
@@ -105,8 +112,23 @@ impl GatewayProcess {
 
     /// Writes one line as it is (malformed input, for instance).
     pub fn send_line(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Closes stdin, as a client that ends its session does, and waits (`within` at most)
+    /// for the gateway to exit: whether it did, successfully.
+    pub fn finish(&mut self, within: Duration) -> bool {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// Sends a request with the next id and returns its answer (messages in between, such as
@@ -194,9 +216,20 @@ impl HttpGateway {
     /// Starts the gateway in the crate's directory and waits (60 s at most) for both addresses
     /// on its stderr: the MCP endpoint, then the page on the same port.
     pub fn start(config: &Path, addr: &str, extra: &[&str]) -> HttpGateway {
+        Self::start_with_env(config, addr, extra, &[])
+    }
+
+    /// [`start`](Self::start), with `env` added to the gateway's environment.
+    pub fn start_with_env(
+        config: &Path,
+        addr: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> HttpGateway {
         let mut child = serve(config)
             .args(["--http", addr])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -151,7 +151,26 @@ impl Session {
 
     /// Calls the server's tool `tool` over the current connection. Fails at once when there is
     /// none; a call that outlives the timeout is dropped, which sends `notifications/cancelled`.
+    /// With feature `otel`, in a span of its own whose trace goes on upstream in the request's
+    /// `_meta` ([`crate::trace`]).
     pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<Value, CallError> {
+        #[cfg(feature = "otel")]
+        let (span, meta) = crate::trace::UpstreamSpan::start(&self.name, tool);
+        #[cfg(not(feature = "otel"))]
+        let meta = None;
+        let result = self.forward(tool, args, meta).await;
+        #[cfg(feature = "otel")]
+        span.end(&result);
+        result
+    }
+
+    /// [`Self::call`], with the request's `_meta`.
+    async fn forward(
+        &self,
+        tool: &str,
+        args: Value,
+        meta: Option<rmcp::model::RequestMetaObject>,
+    ) -> Result<Value, CallError> {
         let arguments = match args {
             Value::Object(arguments) => Some(arguments),
             Value::Null => None,
@@ -174,6 +193,7 @@ impl Session {
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
+        params.meta = meta;
         let reply = tokio::time::timeout(self.call_timeout, peer.call_tool(params)).await;
         let tool = tool.to_string();
         let server = self.name.clone();
