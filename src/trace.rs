@@ -394,6 +394,8 @@ impl UpstreamSpan {
                 CallError::Protocol { .. } => "protocol",
                 CallError::Tool { .. } => "tool",
                 CallError::InvalidArguments { .. } => "invalid_arguments",
+                CallError::SignInRequired { .. } => "sign_in_required",
+                CallError::TokenRefresh { .. } => "token_refresh",
             };
             span.set_attribute(KeyValue::new("error.type", kind));
             span.set_status(Status::error(error.to_string()));

@@ -2,10 +2,13 @@
 //! Python SDK's authorization server and OAuth-protected MCP server (tests/gateway/
 //! oauth_server.py, on loopback, access tokens that live 6 s): sign-in through the loopback
 //! redirect, calls, a refresh before expiry, a 5xx during a refresh, a revoked refresh token,
-//! and no token anywhere it must not be.
+//! and no token anywhere it must not be. Two gateways of one `--state` share one sign-in and
+//! one token: a refresh by one is the other's token too.
 
 #[path = "common/gateway.rs"]
 mod gateway;
+#[path = "../../tests/pg/mod.rs"]
+mod pg;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -121,14 +124,15 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// `capstore auth SERVER --mcp-config CONFIG`, driven as a person would: the printed address
-/// opened (the test authorization server approves at once and redirects), the redirect
+/// `capstore auth SERVER --mcp-config CONFIG EXTRA...`, driven as a person would: the printed
+/// address opened (the test authorization server approves at once and redirects), the redirect
 /// followed to capstore's loopback listener. Its stdout and stderr.
-fn sign_in(server: &str, config: &Path) -> String {
+fn sign_in(server: &str, config: &Path, extra: &[&str]) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_capstore"))
         .args(["auth", server, "--mcp-config"])
         .arg(config)
         .args(["--wait", "60"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -316,7 +320,7 @@ fn an_oauth_server_is_signed_in_to_refreshed_kept_through_a_5xx_and_asks_for_sig
     );
 
     // Sign-in through the loopback redirect; the token file is private.
-    let auth_output = sign_in("docs", &config);
+    let auth_output = sign_in("docs", &config, &[]);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -466,5 +470,113 @@ fn an_oauth_server_is_signed_in_to_refreshed_kept_through_a_5xx_and_asks_for_sig
         assert!(!seen.contains(token.as_str()), "a token was shown: {seen}");
     }
     drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `--state`, one `capstore auth --state` signs every gateway in: both use the one token
+/// kept in PostgreSQL (none in a file), a refresh by one is the other's next token (the
+/// authorization server refreshes once), and calls on both at once past the refresh point all
+/// succeed: refreshes take turns under the shared lock, so a rotated refresh token is never
+/// spent twice.
+#[test]
+fn gateways_of_one_state_share_one_sign_in_and_its_refreshes() {
+    let dir = std::env::temp_dir().join(format!("capstore-gw-oauth-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let upstream = OAuthServer::start();
+    let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let (pg_url, options) = (pg::url(), pg::options("oauth"));
+    let state = [
+        "--state",
+        pg_url.as_str(),
+        "--namespace",
+        options.namespace.as_str(),
+    ];
+    let configs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let config = dir.join(name).join("mcp.json");
+            std::fs::create_dir_all(config.parent().expect("dir")).expect("dir");
+            std::fs::write(
+                &config,
+                json!({"mcpServers": {"docs": {"url": url, "oauth": true}}}).to_string(),
+            )
+            .expect("config");
+            config
+        })
+        .collect();
+    let extra = [&["--no-quarantine"][..], &state].concat();
+    let gateways: Vec<HttpGateway> = configs
+        .iter()
+        .map(|config| HttpGateway::start(config, "127.0.0.1:0", &extra))
+        .collect();
+    // Before sign-in, the command named is the shared state's.
+    let servers = page_servers(&gateways[0]);
+    assert!(
+        servers.contains("needs sign-in") && servers.contains("--state"),
+        "{servers}"
+    );
+
+    let signed = sign_in("docs", &configs[0], &state);
+    assert!(signed.contains("in the shared state"), "{signed}");
+    for config in &configs {
+        let file = capstore::mcp::live::oauth::tokens_path(config);
+        assert!(
+            !file.exists(),
+            "no token file with --state: {}",
+            file.display()
+        );
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for gateway in &gateways {
+        let first = call_until_ok(&runtime, gateway, "docs/whoami", Duration::from_secs(30));
+        assert_eq!(first, "token #1", "one sign-in, one token, on both");
+    }
+
+    // Past the refresh point: A refreshes; B's next call uses A's new token.
+    std::thread::sleep(Duration::from_secs(4));
+    let a = call(&runtime, &gateways[0].mcp, "docs/whoami").expect("refreshed on A");
+    let b = call(&runtime, &gateways[1].mcp, "docs/whoami").expect("A's token on B");
+    assert_eq!((a.as_str(), b.as_str()), ("token #2", "token #2"));
+    assert_eq!(
+        upstream.get("/test/state")["refreshes"],
+        json!(1),
+        "refreshed once"
+    );
+
+    // Past it again, both at once, several calls each: every call succeeds (each refresh spent
+    // a live refresh token), and the refreshes were few, not one per call.
+    std::thread::sleep(Duration::from_secs(4));
+    let results: Vec<Result<String, String>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = gateways
+            .iter()
+            .flat_map(|g| [g, g])
+            .map(|gateway| {
+                let runtime = &runtime;
+                scope.spawn(move || call(runtime, &gateway.mcp, "docs/whoami"))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("joins")).collect()
+    });
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let refreshes = upstream.get("/test/state")["refreshes"]
+        .as_u64()
+        .expect("count");
+    assert!((2..=3).contains(&refreshes), "{refreshes} refreshes");
+    let last = call(&runtime, &gateways[1].mcp, "docs/whoami").expect("after");
+    assert!(last.starts_with("token #"), "{last}");
+
+    // No token in either gateway's stderr, nor in what `capstore auth` printed.
+    let tokens: Vec<String> = upstream
+        .get("/test/tokens")
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect();
+    let seen = [gateways[0].stderr(), gateways[1].stderr(), signed].join("\n");
+    for token in &tokens {
+        assert!(!seen.contains(token.as_str()), "a token was shown: {seen}");
+    }
+    drop(gateways);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,8 @@
 //!   folds to, kept so that a trust decision reads it in that transaction.
 //! - `clients (name, record)`: the gateways' clients now (see `clients`), kept the same way:
 //!   written with the log entry that carries the change, read by the next add or revoke.
+//! - `oauth_tokens (server, credentials, saved_at)`: the upstream OAuth servers' tokens (see
+//!   `tokens`), never in the log: each gateway reads the row, a refresh holds an advisory lock.
 //! - `usage_sent (sender, seq, at)`: per usage queue (`sync::usage`), the number of the last
 //!   of its turns the log holds, moved by the statement that appends them, so that a batch sent
 //!   again after a lost acknowledgement is not counted twice. One row per queue ever opened (a
@@ -140,6 +142,9 @@ pub(crate) async fn ensure_schema(
              PRIMARY KEY (server, tool));
          CREATE TABLE IF NOT EXISTS {ns}.clients (
              name text PRIMARY KEY, record text NOT NULL);
+         CREATE TABLE IF NOT EXISTS {ns}.oauth_tokens (
+             server text PRIMARY KEY, credentials text NOT NULL,
+             saved_at timestamptz NOT NULL DEFAULT now());
          CREATE TABLE IF NOT EXISTS {ns}.usage_sent (
              sender text PRIMARY KEY, seq bigint NOT NULL,
              at timestamptz NOT NULL DEFAULT now());"

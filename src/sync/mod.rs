@@ -12,6 +12,8 @@
 //! every replica, and two replicas that see a new server at once agree on its first definitions.
 //! So do the gateways' clients (with feature `gateway`: `Replica::clients`, `add_client`,
 //! `revoke_client`): a client added once is known by every gateway, and a revoked one refused.
+//! Upstream OAuth tokens are shared beside the log, never in it (with feature `mcp-oauth`:
+//! `shared_tokens`): one sign-in for every gateway, one refresh at a time.
 //!
 //! Usage travels in the same log, so that every replica learns from every replica's calls:
 //! [`Replica::learn`] appends one turn's evidence (a
@@ -96,6 +98,8 @@ mod audit;
 mod clients;
 mod log;
 mod replica;
+#[cfg(feature = "mcp-oauth")]
+mod tokens;
 #[cfg(feature = "mcp-live")]
 mod trust;
 pub mod usage;
@@ -108,6 +112,8 @@ pub use audit::AuditLog;
 #[cfg(feature = "gateway")]
 pub use clients::{add_client, list_clients, revoke_client};
 pub use replica::{Replica, SyncStatus, compact};
+#[cfg(feature = "mcp-oauth")]
+pub use tokens::shared_tokens;
 #[cfg(feature = "mcp-live")]
 pub use trust::shared_quarantine;
 pub use usage::{LOG_BATCH_LIMITS, MAX_HELD_TURNS, ReplicaUsageQueue, UsageSendStatus};

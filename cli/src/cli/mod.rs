@@ -44,7 +44,7 @@ USAGE:
     capstore call TOOL ['JSON-ARGS'] [SOURCE]
     capstore serve --mcp-config FILE [--mode search|all] [--http ADDR] [OPTIONS]
     capstore approve [TOOL... | --all] (--mcp-config FILE | --state URL [--namespace NS])
-    capstore auth SERVER --mcp-config FILE [--port N] [--wait SECONDS]
+    capstore auth SERVER --mcp-config FILE [--port N] [--wait SECONDS] [--state URL [--namespace NS]]
     capstore clients [list | add NAME [--server S]... [--tool PATTERN]... [--deny-tag T]... | revoke NAME]
                      (--mcp-config FILE | --state URL [--namespace NS])
     capstore eval --tools FILE --queries FILE [OPTIONS]   (see `capstore eval --help`)
@@ -135,8 +135,10 @@ AUTH:    sign in to a Streamable HTTP server whose entry has \"oauth\": true (or
          {\"scopes\": [...]}), once: discovers its authorization server, registers capstore,
          prints the address to open (stdout), listens on 127.0.0.1 (--port N, default any
          free port) for the redirect (--wait SECONDS, default 300), and keeps the token beside
-         the configuration (FILE.tokens.json, mode 0600). `serve` refreshes it before it
-         expires; a server whose refresh is refused shows as needing sign-in.
+         the configuration (FILE.tokens.json, mode 0600), or with --state URL [--namespace NS]
+         in the PostgreSQL every gateway of `serve --state URL` shares (one sign-in for all).
+         `serve` refreshes it before it expires, one gateway at a time; a server whose refresh
+         is refused shows as needing sign-in.
 CLIENTS: who may use `serve --http`, each with a token and a scope (kept hashed beside the
          configuration, FILE.clients.json). With at least one client every MCP request must
          send `Authorization: Bearer TOKEN`, and sees and runs only its scope. With

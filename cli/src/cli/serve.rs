@@ -145,14 +145,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 .quarantine(sources.hold_new_tools)
                 .map_err(|e| format!("--state: {e}"))?;
             replica = Some(opened);
+            let state_args = format!(
+                "--state {} --namespace {}",
+                state::shown_url(url),
+                sync_options.namespace
+            );
+            let mut tokens = capstore::sync::shared_tokens(url, &sync_options, None)
+                .map_err(|e| format!("--state: {e}"))?
+                .with_sign_in_args(state_args.clone());
+            if let Some(config) = &sources.mcp_config {
+                tokens = tokens.with_config(config);
+            }
             Some(source::Prepared {
                 runtime,
                 quarantine,
-                approve_hint: format!(
-                    "capstore approve --state {} --namespace {}",
-                    state::shown_url(url),
-                    sync_options.namespace
-                ),
+                approve_hint: format!("capstore approve {state_args}"),
+                tokens,
             })
         }
         None => None,

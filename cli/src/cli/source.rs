@@ -63,6 +63,8 @@ pub(crate) struct Prepared {
     pub(crate) quarantine: Quarantine,
     /// How a person approves a held tool, for messages (`capstore approve --state ...`).
     pub(crate) approve_hint: String,
+    /// The OAuth servers' tokens shared through PostgreSQL (`capstore auth --state`).
+    pub(crate) tokens: TokenStores,
 }
 
 /// The runtime live servers run on.
@@ -172,17 +174,21 @@ fn connect(
         config.servers.retain(|s| s.name == server);
     }
     let mut options = args.live.clone();
-    let (runtime, quarantine, approve_hint) = match prepared {
+    // Servers with "oauth": their tokens shared through PostgreSQL (with --state), or in the
+    // file beside the configuration (`capstore auth`).
+    let (runtime, quarantine, approve_hint, tokens) = match prepared {
         Some(prepared) => (
             prepared.runtime,
             (!args.no_quarantine).then_some(prepared.quarantine),
             prepared.approve_hint,
+            prepared.tokens,
         ),
         None => (
             runtime()?,
             (!args.no_quarantine)
                 .then(|| Quarantine::open(quarantine_path(path), args.hold_new_tools)),
             format!("capstore approve --mcp-config {}", path.display()),
+            TokenStores::beside(path),
         ),
     };
     if let Some(quarantine) = &quarantine {
@@ -192,8 +198,7 @@ fn connect(
         }
     }
     options.quarantine = quarantine.clone();
-    // Servers with "oauth": their tokens in the file beside the configuration (`capstore auth`).
-    options.tokens = Some(TokenStores::beside(path));
+    options.tokens = Some(tokens);
     progress(&format!(
         "connecting to {} MCP server(s) of {}",
         config.servers.len(),

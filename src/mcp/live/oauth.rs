@@ -384,6 +384,9 @@ impl CredentialStore for FileTokenStore {
 pub struct TokenStores {
     factory: Factory,
     config: Option<PathBuf>,
+    /// Said after the sign-in command's configuration (`--state URL`), when the stores are
+    /// not the file's.
+    sign_in_args: Option<String>,
 }
 
 /// What [`TokenStores`] calls: a server's name to its store.
@@ -399,7 +402,9 @@ impl fmt::Debug for TokenStores {
 
 impl PartialEq for TokenStores {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.factory, &other.factory) && self.config == other.config
+        Arc::ptr_eq(&self.factory, &other.factory)
+            && self.config == other.config
+            && self.sign_in_args == other.sign_in_args
     }
 }
 
@@ -418,6 +423,7 @@ impl TokenStores {
         TokenStores {
             factory: Arc::new(factory),
             config: None,
+            sign_in_args: None,
         }
     }
 
@@ -446,6 +452,19 @@ impl TokenStores {
         self
     }
 
+    /// Arguments the sign-in command of messages ends with, for stores other than the file
+    /// (`--state URL --namespace NS` for the tokens shared through PostgreSQL).
+    ///
+    /// ```
+    /// use capstore::mcp::live::oauth::TokenStores;
+    /// let stores = TokenStores::beside("mcp.json").with_sign_in_args("--state URL");
+    /// assert_eq!(stores.sign_in_command("docs"), "capstore auth docs --mcp-config mcp.json --state URL");
+    /// ```
+    pub fn with_sign_in_args(mut self, args: impl Into<String>) -> Self {
+        self.sign_in_args = Some(args.into());
+        self
+    }
+
     /// `server`'s store.
     ///
     /// ```
@@ -462,7 +481,11 @@ impl TokenStores {
     /// assert_eq!(stores.sign_in_command("docs"), "capstore auth docs --mcp-config mcp.json");
     /// ```
     pub fn sign_in_command(&self, server: &str) -> String {
-        sign_in_command(server, self.config.as_deref())
+        let command = sign_in_command(server, self.config.as_deref());
+        match &self.sign_in_args {
+            Some(args) => format!("{command} {args}"),
+            None => command,
+        }
     }
 }
 
