@@ -51,8 +51,6 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
-use crate::mcp::live::CallError;
-
 /// Whether spans are exported now: the one thing a call reads when they are not.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The tracer of the [`Tracing`] started last, with its number, while it runs.
@@ -381,24 +379,15 @@ impl UpstreamSpan {
         (UpstreamSpan(Some(span)), Some(meta))
     }
 
-    /// Ends the span with the call's result: an error marks it as one, of its kind.
-    pub(crate) fn end(self, result: &Result<serde_json::Value, CallError>) {
+    /// Ends the span with how the call ended: `Some((kind, message))` for an error, which
+    /// marks the span as one, of that kind (`CallError::kind`).
+    pub(crate) fn end(self, error: Option<(&'static str, String)>) {
         let Some(mut span) = self.0 else {
             return;
         };
-        if let Err(error) = result {
-            let kind = match error {
-                CallError::Unavailable { .. } => "unavailable",
-                CallError::Timeout { .. } => "timeout",
-                CallError::Disconnected { .. } => "disconnected",
-                CallError::Protocol { .. } => "protocol",
-                CallError::Tool { .. } => "tool",
-                CallError::InvalidArguments { .. } => "invalid_arguments",
-                CallError::SignInRequired { .. } => "sign_in_required",
-                CallError::TokenRefresh { .. } => "token_refresh",
-            };
+        if let Some((kind, message)) = error {
             span.set_attribute(KeyValue::new("error.type", kind));
-            span.set_status(Status::error(error.to_string()));
+            span.set_status(Status::error(message));
         }
         span.end();
     }

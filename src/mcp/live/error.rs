@@ -317,6 +317,30 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// The error's kind in snake case (`unavailable`, `timeout`, `disconnected`, `protocol`,
+    /// `tool`, `invalid_arguments`, `sign_in_required`, `token_refresh`): a trace's
+    /// `error.type`, a label.
+    ///
+    /// ```
+    /// use capstore::mcp::live::CallError;
+    /// let err = CallError::Unavailable { server: "fs".into(), reason: "it exited".into() };
+    /// assert_eq!(err.kind(), "unavailable");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::Unavailable { .. } => "unavailable",
+            CallError::Timeout { .. } => "timeout",
+            CallError::Disconnected { .. } => "disconnected",
+            CallError::Protocol { .. } => "protocol",
+            CallError::Tool { .. } => "tool",
+            CallError::InvalidArguments { .. } => "invalid_arguments",
+            CallError::SignInRequired { .. } => "sign_in_required",
+            CallError::TokenRefresh { .. } => "token_refresh",
+        }
+    }
+}
+
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

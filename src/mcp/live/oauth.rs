@@ -77,7 +77,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::mcp::config::{ServerConfig, ServerTransport};
 
 use super::quarantine::write_private;
-use super::status::RefreshCounts;
 
 // rmcp's store interface, for a caller that plugs in its own backend ([`TokenStores::new`]).
 pub use rmcp::transport::auth::{CredentialRefreshGuard, CredentialStore, StoredCredentials};
@@ -487,6 +486,22 @@ impl TokenStores {
             None => command,
         }
     }
+}
+
+/// How many token refreshes of a server ended each way (see [`AuthStatus`](super::AuthStatus)).
+///
+/// ```
+/// let counts = capstore::mcp::live::RefreshCounts::default();
+/// assert_eq!(counts.ok + counts.error + counts.rejected, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshCounts {
+    /// New tokens saved.
+    pub ok: u64,
+    /// Failed for a passing reason (a 5xx, the network, the store): the token was kept.
+    pub error: u64,
+    /// Refused (`invalid_grant`), or nothing to refresh with: sign-in is needed.
+    pub rejected: u64,
 }
 
 /// How a refresh ended, as counted per server.

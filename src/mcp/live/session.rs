@@ -160,7 +160,7 @@ impl Session {
         let meta = None;
         let result = self.forward(tool, args, meta).await;
         #[cfg(feature = "otel")]
-        span.end(&result);
+        span.end(result.as_ref().err().map(|e| (e.kind(), e.to_string())));
         result
     }
 
