@@ -6,7 +6,7 @@
 //! | metric | kind | labels |
 //! |---|---|---|
 //! | `capstore_gateway_calls_total` | counter: calls the executor finished | `server`, `tool`, `outcome` (`ok`, `error`) |
-//! | `capstore_gateway_call_duration_seconds` | histogram: a call's time, hooks included | `server` |
+//! | `capstore_gateway_call_duration_seconds` | histogram: a call's time, hooks included | `server`, `tool` |
 //! | `capstore_gateway_refused_calls_total` | counter: calls answered without running (held tool, unknown tool, outside a client's scope) | `reason` |
 //! | `capstore_gateway_client_calls_total` | counter: calls by a client over HTTP ([`Clients`](super::Clients)) | `client`, `outcome` (`ok`, `error`, `refused`) |
 //! | `capstore_gateway_searches_total` | counter: `search_tools` answers | |
@@ -381,7 +381,7 @@ fn end(
         .remove(&(call_id.to_string(), tool.to_string()));
     if let Some(started) = started {
         durations
-            .get_or_create(&vec![("server", server)])
+            .get_or_create(&vec![("server", server), ("tool", tool.to_string())])
             .observe(started.elapsed().as_secs_f64());
     }
 }
@@ -453,7 +453,7 @@ mod tests {
             r#"capstore_gateway_calls_total{server="fs",tool="fs/read",outcome="ok"} 1"#,
             r#"capstore_gateway_calls_total{server="fs",tool="fs/read",outcome="error"} 1"#,
             r#"capstore_gateway_calls_total{server="t",tool="t/now",outcome="ok"} 1"#,
-            r#"capstore_gateway_call_duration_seconds_count{server="fs"} 2"#,
+            r#"capstore_gateway_call_duration_seconds_count{server="fs",tool="fs/read"} 2"#,
             r#"capstore_gateway_refused_calls_total{reason="held"} 1"#,
             r#"capstore_gateway_client_calls_total{client="ci",outcome="refused"} 1"#,
             "capstore_gateway_searches_total 1",
