@@ -93,7 +93,6 @@ pub use quarantine::{
 #[cfg(feature = "postgres")]
 pub(crate) use quarantine::{EditOutcome, TrustBackend, TrustEdit, TrustState};
 // For the page's record of definitions (`gateway::admin`), written as the trust file is.
-pub use oauth::RefreshCounts;
 #[cfg(feature = "gateway")]
 pub(crate) use quarantine::write_private;
-pub use status::{AuthStatus, LiveEvent, LiveOptions, ServerState, ServerStatus};
+pub use status::{AuthStatus, LiveEvent, LiveOptions, RefreshCounts, ServerState, ServerStatus};

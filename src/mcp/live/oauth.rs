@@ -488,20 +488,13 @@ impl TokenStores {
     }
 }
 
-/// How many token refreshes of a server ended each way (see [`AuthStatus`](super::AuthStatus)).
-///
-/// ```
-/// let counts = capstore::mcp::live::RefreshCounts::default();
-/// assert_eq!(counts.ok + counts.error + counts.rejected, 0);
-/// ```
+/// How many token refreshes ended each way, as [`Tracking`] counts them (the hub shows them as
+/// [`RefreshCounts`](super::RefreshCounts)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RefreshCounts {
-    /// New tokens saved.
-    pub ok: u64,
-    /// Failed for a passing reason (a 5xx, the network, the store): the token was kept.
-    pub error: u64,
-    /// Refused (`invalid_grant`), or nothing to refresh with: sign-in is needed.
-    pub rejected: u64,
+pub(crate) struct Counts {
+    pub(crate) ok: u64,
+    pub(crate) error: u64,
+    pub(crate) rejected: u64,
 }
 
 /// How a refresh ended, as counted per server.
@@ -517,12 +510,12 @@ enum Outcome {
 #[derive(Default)]
 pub(crate) struct Tracking {
     current: Mutex<Option<Arc<Mutex<Outcome>>>>,
-    counts: Mutex<RefreshCounts>,
+    counts: Mutex<Counts>,
     secrets: Mutex<Vec<String>>,
 }
 
 impl Tracking {
-    pub(crate) fn counts(&self) -> RefreshCounts {
+    pub(crate) fn counts(&self) -> Counts {
         *self.counts.lock()
     }
 
@@ -997,7 +990,7 @@ mod tests {
         drop(guard);
         assert_eq!(
             tracking.counts(),
-            RefreshCounts {
+            Counts {
                 ok: 1,
                 error: 1,
                 rejected: 1

@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 use crate::mcp::ImportReport;
 
 use super::error::LiveError;
-use super::oauth::RefreshCounts;
 use super::quarantine::Quarantine;
 
 /// Timeouts and back-off of an [`McpHub`](super::McpHub). Every wait on a server is bounded by
@@ -113,6 +112,22 @@ pub struct AuthStatus {
     /// The last refresh's failure, while it is the latest news (cleared by a successful
     /// refresh or connection).
     pub last_refresh_error: Option<String>,
+}
+
+/// How many token refreshes of a server ended each way (see [`AuthStatus`]).
+///
+/// ```
+/// let counts = capstore::mcp::live::RefreshCounts::default();
+/// assert_eq!(counts.ok + counts.error + counts.rejected, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefreshCounts {
+    /// New tokens saved.
+    pub ok: u64,
+    /// Failed for a passing reason (a 5xx, the network, the store): the token was kept.
+    pub error: u64,
+    /// Refused (`invalid_grant`), or nothing to refresh with: sign-in is needed.
+    pub rejected: u64,
 }
 
 /// A snapshot of one server's state, for display and diagnostics.

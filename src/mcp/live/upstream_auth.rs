@@ -14,7 +14,7 @@ use tokio::sync::{Notify, watch};
 
 use super::error::LiveError;
 use super::oauth::{TokenStores, Tracked, Tracking, has_token};
-use super::status::AuthStatus;
+use super::status::{AuthStatus, RefreshCounts};
 
 /// How often a server that needs sign-in looks at its store for a new token.
 const SIGN_IN_POLL: Duration = Duration::from_secs(1);
@@ -72,7 +72,14 @@ impl OAuthSession {
         AuthStatus {
             signed_in: *self.signed_in.lock(),
             sign_in_command: self.command(),
-            refreshes: self.tracking.counts(),
+            refreshes: {
+                let counts = self.tracking.counts();
+                RefreshCounts {
+                    ok: counts.ok,
+                    error: counts.error,
+                    rejected: counts.rejected,
+                }
+            },
             last_refresh_error: self.last_refresh_error.lock().clone(),
         }
     }
