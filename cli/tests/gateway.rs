@@ -483,25 +483,7 @@ fn clients_see_and_run_only_their_scope_and_a_revoked_token_is_refused() {
 
 /// `GET PATH` of a gateway over HTTP with `headers`: the reply's head and body (CRLFs as LFs).
 fn get(gateway: &HttpGateway, path: &str, headers: &[(&str, &str)]) -> (String, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", gateway.port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut request = format!(
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
-        gateway.port
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).expect("read");
-    let reply = reply.replace("\r\n", "\n");
-    let (head, body) = reply.split_once("\n\n").unwrap_or((&reply, ""));
-    (head.to_string(), body.to_string())
+    gateway::http_request(gateway.port, "GET", path, headers, "")
 }
 
 /// The admin page's token, from the address the gateway printed.

@@ -503,17 +503,15 @@ fn initialize(gateway: &HttpGateway, token: Option<&str>) -> u16 {
                    "clientInfo": {"name": "sync-clients", "version": "0"}},
     })
     .to_string();
+    let bearer = token.map(|token| format!("Bearer {token}"));
     let mut headers = vec![
-        ("Content-Type".to_string(), "application/json".to_string()),
-        (
-            "Accept".to_string(),
-            "application/json, text/event-stream".to_string(),
-        ),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
     ];
-    if let Some(token) = token {
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
+    if let Some(bearer) = &bearer {
+        headers.push(("Authorization", bearer));
     }
-    let (head, _) = http(gateway, "POST", "/mcp", &headers, &body);
+    let (head, _) = gateway::http_request(gateway.port, "POST", "/mcp", &headers, &body);
     head.split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
@@ -527,46 +525,14 @@ fn metrics_of(gateway: &HttpGateway) -> String {
         .split_once("token=")
         .map(|(_, t)| t)
         .expect("token");
-    let (head, body) = http(
-        gateway,
+    let bearer = format!("Bearer {token}");
+    let (head, body) = gateway::http_request(
+        gateway.port,
         "GET",
         "/metrics",
-        &[("Authorization".into(), format!("Bearer {token}"))],
+        &[("Authorization", &bearer)],
         "",
     );
     assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
     body
-}
-
-/// One HTTP/1.1 request to `gateway` (the connection closed after): the reply's head and body.
-fn http(
-    gateway: &HttpGateway,
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    body: &str,
-) -> (String, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", gateway.port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
-         Content-Length: {}\r\n",
-        gateway.port,
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut reply = String::new();
-    // An SSE answer may stay open; what came before the timeout is enough for the status.
-    let _ = stream.read_to_string(&mut reply);
-    let reply = reply.replace("\r\n", "\n");
-    let (head, body) = reply.split_once("\n\n").unwrap_or((&reply, ""));
-    (head.to_string(), body.to_string())
 }

@@ -366,10 +366,7 @@ impl Clients {
     ///
     /// See [`check`](Self::check).
     pub fn asks_tokens(&self) -> bool {
-        if !self.current().is_empty() {
-            self.asks_tokens.store(true, Ordering::Relaxed);
-        }
-        self.asks_tokens.load(Ordering::Relaxed)
+        self.current_asking().1
     }
 
     /// Where the clients are kept: the file's path, or the source's [`place`](ClientSource::place).
@@ -414,10 +411,8 @@ impl Clients {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn check(&self, token: Option<&str>) -> Result<Option<Client>, TokenRefusal> {
-        let records = self.current();
-        if !records.is_empty() {
-            self.asks_tokens.store(true, Ordering::Relaxed);
-        } else if !self.asks_tokens.load(Ordering::Relaxed) {
+        let (records, asks) = self.current_asking();
+        if !asks {
             return Ok(None);
         }
         let token = token.ok_or(TokenRefusal::NoToken)?;
@@ -434,6 +429,17 @@ impl Clients {
                 source.place()
             ))),
         }
+    }
+
+    /// The clients now, and whether a token is asked: there is a client, or there has been
+    /// one (the latch is set here, by whoever reads the clients first).
+    fn current_asking(&self) -> (Arc<[ClientRecord]>, bool) {
+        let records = self.current();
+        if !records.is_empty() {
+            self.asks_tokens.store(true, Ordering::Relaxed);
+        }
+        let asks = self.asks_tokens.load(Ordering::Relaxed);
+        (records, asks)
     }
 
     /// The clients now (a file read again first if it changed since, appeared, or went).

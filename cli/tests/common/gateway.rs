@@ -327,3 +327,36 @@ impl Drop for GatewayProcess {
         let _ = self.child.wait();
     }
 }
+
+/// One HTTP/1.1 request to `127.0.0.1:port` (the connection closed after it): the reply's head
+/// and body, CRLFs as LFs. What came before a 10 s read timeout is kept (an SSE answer may stay
+/// open).
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    let reply = reply.replace("\r\n", "\n");
+    let (head, body) = reply.split_once("\n\n").unwrap_or((&reply, ""));
+    (head.to_string(), body.to_string())
+}
