@@ -545,3 +545,101 @@ fn vectors_of_another_model_or_of_removed_tools_are_never_used() {
             .all(|k| k != "get_forecast" && k != "lookup")
     );
 }
+
+/// [`Topics`], recording the texts of each call.
+#[derive(Default)]
+struct Recording(Mutex<Vec<Vec<String>>>);
+
+impl Embedder for Recording {
+    fn model_id(&self) -> &str {
+        Topics.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        Topics.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.0
+            .lock()
+            .push(texts.iter().map(|t| t.to_string()).collect());
+        Topics.embed(texts)
+    }
+}
+
+/// The ask (its text) that brought `key` into `selection`, if an ask did.
+fn ask_of<'s>(selection: &'s capstore::context::Selection, key: &str) -> Option<&'s str> {
+    let tool = selection.tools.iter().find(|t| &*t.key == key)?;
+    tool.reasons.iter().find_map(|r| match r {
+        Reason::Ask { ask, .. } => Some(&**ask),
+        _ => None,
+    })
+}
+
+#[test]
+fn each_ask_is_searched_by_its_own_vector_too_for_the_cost_of_the_message() {
+    let store = store();
+    // A tool of both topics, which the whole message's vector ranks first.
+    store
+        .write(|tx| {
+            tx.insert(
+                &TOOLS,
+                Tool::new("invoice_digest", "Each invoice with the weather forecast"),
+            )
+        })
+        .expect("tool");
+    embed_missing(&store, &Topics).expect("embed");
+    let snap = store.snapshot();
+    // Two asks, neither sharing a word with any tool: only their meaning finds them.
+    let message = "pay the plumber's bill and check whether I need an umbrella tomorrow";
+    let lexical = ContextBuilder::new()
+        .select(&snap, &Turn::new(message))
+        .expect("select");
+    assert_eq!(ask_of(&lexical, "create_invoice"), None);
+    assert_eq!(ask_of(&lexical, "get_forecast"), None);
+
+    let recording = Arc::new(Recording::default());
+    // One tool a turn from the whole message's search; the asks' bests come on top.
+    let builder = ContextBuilder::with_policy(SelectionPolicy {
+        retrieval: Retrieval::Hybrid(HybridPolicy::default()),
+        max_turn_tools: 1,
+        ..SelectionPolicy::default()
+    })
+    .expect("policy")
+    .with_embedder(Arc::clone(&recording) as Arc<dyn Embedder>);
+    let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+    assert_eq!(selection.keys().next(), Some("invoice_digest"));
+    assert_eq!(
+        ask_of(&selection, "create_invoice"),
+        Some("pay the plumber's bill")
+    );
+    assert_eq!(
+        ask_of(&selection, "get_forecast"),
+        Some("check whether I need an umbrella tomorrow")
+    );
+    // One call, of the asks: the message's vector is their mean, not a second pass.
+    assert_eq!(
+        recording.0.lock().drain(..).collect::<Vec<_>>(),
+        [[
+            "pay the plumber's bill",
+            "check whether I need an umbrella tomorrow"
+        ]]
+    );
+
+    // A message of one ask is embedded whole, as before.
+    builder
+        .select(&snap, &Turn::new("will I need an umbrella tomorrow?"))
+        .expect("select");
+    assert_eq!(
+        recording.0.lock().drain(..).collect::<Vec<_>>(),
+        [["will I need an umbrella tomorrow?"]]
+    );
+
+    // A vector the caller made is the message's, and the model is not called: the asks are
+    // searched by BM25 alone (which finds nothing here).
+    let vector = Topics.embed(&[message]).expect("embed").remove(0);
+    let given = builder
+        .select(&snap, &Turn::new(message).with_query_vector(vector))
+        .expect("select");
+    assert!(recording.0.lock().is_empty());
+    assert!(!given.tools.is_empty());
+    assert!(given.tools.iter().all(|t| ask_of(&given, &t.key).is_none()));
+}

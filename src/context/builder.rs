@@ -18,14 +18,14 @@ use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
-use super::asks::asks_for_selection;
+use super::asks::{Ask, asks_for_selection};
 use super::budget::{estimate_tokens, past_budget};
 use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
 };
 use super::error::SelectError;
 use super::hints::HintMatcher;
-use super::hybrid::{FusedHit, fuse, query_vector};
+use super::hybrid::{FusedHit, fuse, turn_vectors};
 use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
 use super::selection::{
@@ -68,6 +68,14 @@ pub struct ContextBuilder {
     /// Hybrid retrieval's nearest-vector search, which lays out the vectors of a table state
     /// searched more than once; shared by the builder's clones.
     nearest: Arc<NearestCache>,
+}
+
+/// Hybrid retrieval's nearest tool vectors, best first: to the message, and to each ask the
+/// ask channel searches (in the asks' order; empty when the asks have no vectors).
+#[derive(Default)]
+struct Nearest<'a> {
+    message: Option<Vec<(&'a Arc<str>, f32)>>,
+    asks: Vec<Vec<(&'a Arc<str>, f32)>>,
 }
 
 impl fmt::Debug for ContextBuilder {
@@ -231,19 +239,13 @@ impl ContextBuilder {
         };
         let search_k = hybrid.map_or(k, |h| k.max(h.depth));
         let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, search_k)?;
-        // The nearest tool vectors to the message alone, for both channels' fusion.
-        let dense = match hybrid {
-            Some(hybrid) => {
-                let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
-                let vector = query_vector(embedder, turn, &texts[..own])?;
-                let model = embedder.model_id();
-                Some(
-                    self.nearest
-                        .nearest_keys(snapshot, model, &vector, hybrid.depth)?,
-                )
-            }
-            None => None,
-        };
+        let reads_history = self.reads_history(turn);
+        let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
+        // Hybrid retrieval's nearest tool vectors to the message and to each ask.
+        let Nearest {
+            message: dense,
+            asks: ask_dense,
+        } = self.nearest_to(snapshot, turn, &texts[..own], &asks)?;
         let words = turn.message.unicode_words().count();
         let fused = hybrid
             .zip(dense.as_ref())
@@ -280,7 +282,6 @@ impl ContextBuilder {
             }
         };
         let tools_table = snapshot.lookup(&TOOLS)?;
-        let reads_history = self.reads_history(turn);
         // The message's own query (its text and its hints' terms), for the message channel
         // and the units: the turn's query itself when the turn reads nothing else.
         let own_query = match texts.len() > own {
@@ -298,8 +299,7 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
-        let ask_tools = self.ask_channel(snapshot, &asks, tools_table)?;
+        let ask_tools = self.ask_channel(snapshot, &asks, &ask_dense, tools_table)?;
         let (needed, _) = self.merge_channels(
             message,
             ask_tools,
@@ -595,6 +595,37 @@ impl ContextBuilder {
             // misses there.
             double.min(limit.saturating_add(MAX_TOOLS_NEAR_MISSES))
         }
+    }
+
+    /// Hybrid retrieval's nearest tool vectors (`hybrid.depth` of them) to the turn's message,
+    /// for both channels' fusion, and to each ask the ask channel searches
+    /// ([`turn_vectors`] says which get a vector); nothing in lexical retrieval. `own`: the
+    /// message's own weighted texts.
+    fn nearest_to<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        turn: &Turn,
+        own: &[(&str, f32)],
+        asks: &[Ask<'_>],
+    ) -> Result<Nearest<'a>, SelectError> {
+        let Retrieval::Hybrid(hybrid) = self.policy.retrieval else {
+            return Ok(Nearest::default());
+        };
+        let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
+        let ask_texts = self.ask_embedding_texts(asks);
+        let vectors = turn_vectors(embedder, turn, own, &ask_texts)?;
+        let nearest = |vector: &[f32]| {
+            self.nearest
+                .nearest_keys(snapshot, embedder.model_id(), vector, hybrid.depth)
+        };
+        Ok(Nearest {
+            message: Some(nearest(&vectors.message)?),
+            asks: vectors
+                .asks
+                .iter()
+                .map(|v| nearest(v))
+                .collect::<Result<_, _>>()?,
+        })
     }
 
     /// The tools' BM25 search for the top `k`: the hits that pass the tag filters, and those

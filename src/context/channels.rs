@@ -2,6 +2,7 @@
 //! own tools ([the module's docs](super#a-turns-channels)). The third channel, the list
 //! carried from earlier turns, is [`carry`](super::carry)'s.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
+use super::hints::with_terms;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
 use super::query::{push_with_hints, weighted_terms};
@@ -129,48 +131,99 @@ impl ContextBuilder {
         Ok(tools)
     }
 
-    /// The best tool of each ask of a message of several ([`asks`]): a message that asks for
+    /// Whether the ask channel searches `asks` on their own: two or more, at most
+    /// `message.max_asks` (more is a task's description, whose units say what it needs).
+    pub(super) fn searches_asks(&self, asks: &[Ask<'_>]) -> bool {
+        let m = &self.policy().message;
+        m.per_ask > 0 && (2..=m.max_asks).contains(&asks.len())
+    }
+
+    /// What the embedder reads of each ask the ask channel searches: its text with its hints'
+    /// terms, as the message's; none when it searches none.
+    pub(super) fn ask_embedding_texts<'m>(&self, asks: &[Ask<'m>]) -> Vec<Cow<'m, str>> {
+        if !self.searches_asks(asks) {
+            return Vec::new();
+        }
+        let p = self.policy();
+        asks.iter()
+            .map(|ask| {
+                let hints = self.hints.hints(&p.hints, ask.text);
+                with_terms(ask.text, hints.iter().map(|h| h.terms))
+            })
+            .collect()
+    }
+
+    /// The best tools of each ask of a message of several ([`asks`]): a message that asks for
     /// two things ("refund the last payment and email her a receipt", "convert 20 liters to
     /// gallons. Then post the result on Twitter") names each in a clause, a sentence or a list
     /// item that the whole message's ranking (or a skill the message matches) outweighs. Each
-    /// ask is searched alone (BM25 over its own terms), and its best `message.per_ask` tools
-    /// join if the ask's evidence is as clear as the message channel asks of a message
-    /// (`message.min_evidence`, its best score per word). In the asks' order, each tool once;
-    /// empty for a message of one ask, or of more than `message.max_asks` (a task's
-    /// description, whose units say what it needs). Labelled [`Channel::Message`], with a
-    /// [`Reason::Ask`] that names the ask.
+    /// ask is searched alone (BM25 over its own terms; in hybrid retrieval, fused with the
+    /// nearest tool vectors to the ask's, `dense`, one list an ask in the asks' order), and
+    /// its best tool joins, with those after it up to `message.per_ask` that score within
+    /// `message.min_relative_score` of it, if the ask's evidence is as clear as the message
+    /// channel asks of a message (`message.min_evidence`, its best BM25 score per word; in
+    /// hybrid retrieval, or its nearest tool's cosine `message.min_cosine`). In the asks'
+    /// order, each tool once; empty unless [`Self::searches_asks`]. Labelled
+    /// [`Channel::Message`], with a [`Reason::Ask`] that names the ask.
     pub(super) fn ask_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
         asks: &[Ask<'_>],
+        dense: &[Vec<(&'a Arc<str>, f32)>],
         tools_table: RowLookup<'a, Tool>,
     ) -> Result<Vec<SelectedTool>, SelectError> {
         let p = self.policy();
-        if p.message.per_ask == 0 || asks.len() < 2 || asks.len() > p.message.max_asks {
+        let m = &p.message;
+        if !self.searches_asks(asks) {
             return Ok(Vec::new());
         }
+        let hybrid = match p.retrieval {
+            Retrieval::Hybrid(hybrid) if dense.len() == asks.len() => Some(hybrid),
+            _ => None,
+        };
+        let depth = hybrid.map_or(m.per_ask, |h| h.depth.max(m.per_ask));
         let mut out: Vec<SelectedTool> = Vec::new();
-        for ask in asks {
+        for (i, ask) in asks.iter().enumerate() {
             // The ask with what its hints add ("email her" a sent email), as the message.
             let mut texts = Vec::new();
             push_with_hints(&mut texts, ask.text, 1.0, p, &self.hints);
             let query = weighted_terms(snapshot, &TOOLS, &texts)?;
             let terms: Vec<(&str, f32)> = query.iter().collect();
             let hashed = HashedQuery::new(&terms);
-            let (hits, _filtered) =
-                self.search_tools(snapshot, &terms, &hashed, p.message.per_ask)?;
+            let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
             drop(hashed);
             let words = ask.text.unicode_words().count().max(1);
-            let best = hits.first().map_or(0.0, |h| h.score);
-            if best / (words as f32) < p.message.min_evidence {
-                continue;
-            }
+            let best_bm25 = hits.first().map_or(0.0, |h| h.score);
+            let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
+            // (tool, score, cosine), best first.
+            let ranked: Vec<(&'a Arc<str>, f32, Option<f32>)> = match (hybrid, dense.get(i)) {
+                (Some(policy), Some(nearest)) => {
+                    let cosine = nearest.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
+                    if !lexical_evidence && cosine < m.min_cosine {
+                        continue;
+                    }
+                    fuse(&hits, nearest.clone(), words, &policy, m.per_ask)
+                        .iter()
+                        .map(|h| (h.key, h.score, h.cosine))
+                        .collect()
+                }
+                _ if lexical_evidence => hits
+                    .iter()
+                    .take(m.per_ask)
+                    .map(|h| (h.key, h.score, None))
+                    .collect(),
+                _ => continue,
+            };
+            let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
             let text: Arc<str> = Arc::from(ask.text);
-            for hit in hits {
-                if out.iter().any(|t| t.key == *hit.key) {
+            for (key, score, cosine) in ranked {
+                if score < m.min_relative_score * best {
+                    break;
+                }
+                if out.iter().any(|t| t.key == *key) {
                     continue;
                 }
-                let Some(entry) = tools_table.entry(hit.key) else {
+                let Some(entry) = tools_table.entry(key) else {
                     continue;
                 };
                 let Some(tool) = entry.shared() else {
@@ -181,11 +234,12 @@ impl ContextBuilder {
                     tokens: self.tokens_of(entry.record),
                     tool,
                     rank: 0,
-                    score: relative_score(hit.score, best),
+                    score: relative_score(score, best),
                     reasons: Reasons::one(Reason::Ask {
                         ask: Arc::clone(&text),
                         position: ask.position,
-                        score: hit.score,
+                        score,
+                        cosine,
                     }),
                     channel: Channel::Message,
                 });

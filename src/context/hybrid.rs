@@ -1,6 +1,7 @@
 //! Hybrid retrieval: the tools' BM25 hits and their nearest vectors, fused into one ranking
 //! (the [module docs](super#hybrid-retrieval) say how, and why that way).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -28,30 +29,78 @@ pub(super) struct FusedHit<'a> {
     pub lexical_weight: f32,
 }
 
-/// The turn's message vector: the turn's own, if the caller made it (checked for length), else
-/// `embedder`'s (checked by `check_shape`) of the message with its hints' terms
+/// The vectors a hybrid turn searches with: the message's, and each ask's when its asks are
+/// searched on their own (empty otherwise).
+pub(super) struct TurnVectors {
+    pub message: Vec<f32>,
+    pub asks: Vec<Vec<f32>>,
+}
+
+/// The turn's vectors. The message's: the turn's own, if the caller made it (checked for
+/// length), else `embedder`'s (checked by `check_shape`) of the message with its hints' terms
 /// ([`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)). `own`: the message's
 /// own weighted texts, the message first and its hints' terms after.
-pub(super) fn query_vector(
+///
+/// `asks`: the texts (each with its hints' terms) of the asks the selection searches on their
+/// own. When there are two or more, the message is no longer than [`GIST_WORDS`] words and the
+/// caller made no vector, the asks are embedded, in one call, and the message's vector is
+/// their mean: the model reads the message's words once, as today, but one ask at a time.
+/// Otherwise no ask gets a vector (they are searched by BM25 alone).
+pub(super) fn turn_vectors(
     embedder: &dyn Embedder,
     turn: &Turn,
     own: &[(&str, f32)],
-) -> Result<Vec<f32>, SelectError> {
+    asks: &[Cow<'_, str>],
+) -> Result<TurnVectors, SelectError> {
+    let one = |message| TurnVectors {
+        message,
+        asks: Vec::new(),
+    };
     match &turn.query_vector {
-        Some(vector) if vector.len() == embedder.dimensions() => Ok(vector.to_vec()),
+        Some(vector) if vector.len() == embedder.dimensions() => Ok(one(vector.to_vec())),
         Some(vector) => Err(SelectError::Embed(embed::EmbedError::Shape {
             expected: format!("a query vector of {} numbers", embedder.dimensions()),
             got: format!("{} numbers", vector.len()),
         })),
         None => {
-            let terms = own.iter().skip(1).map(|&(terms, _)| terms);
             let gist = gist(&turn.message);
+            if asks.len() >= 2 && gist.is_none() {
+                let texts: Vec<&str> = asks.iter().map(AsRef::as_ref).collect();
+                let vectors = embedder.embed(&texts)?;
+                embed::check_shape(embedder, texts.len(), &vectors)?;
+                return Ok(TurnVectors {
+                    message: mean(&vectors),
+                    asks: vectors,
+                });
+            }
+            let terms = own.iter().skip(1).map(|&(terms, _)| terms);
             let text = with_terms(gist.as_deref().unwrap_or(&turn.message), terms);
             let vectors = embedder.embed(&[text.as_ref()])?;
             embed::check_shape(embedder, 1, &vectors)?;
-            Ok(vectors.into_iter().next().unwrap_or_default())
+            Ok(one(vectors.into_iter().next().unwrap_or_default()))
         }
     }
+}
+
+/// The mean of `vectors` (of one length), each taken at unit length first (an embedder need
+/// not return unit vectors), scaled to unit length.
+fn mean(vectors: &[Vec<f32>]) -> Vec<f32> {
+    let unit = |v: &mut [f32]| {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+    };
+    let mut sum = vec![0.0f32; vectors.first().map_or(0, Vec::len)];
+    for vector in vectors {
+        let mut vector = vector.clone();
+        unit(&mut vector);
+        for (s, x) in sum.iter_mut().zip(&vector) {
+            *s += x;
+        }
+    }
+    unit(&mut sum);
+    sum
 }
 
 /// The most words of a message the embedder reads: a longer message (a task's description of

@@ -41,7 +41,7 @@
 //!
 //! | channel | what it searches | enters the list |
 //! |---|---|---|
-//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its asks alone (BM25) | each ask's best and the message's best few, always (appended if new) |
+//! | [`Channel::Message`] | the message alone, with its hints (BM25; fused with the message's vector in hybrid retrieval); and each of its asks alone (likewise, each with its own vector) | each ask's best and the message's best few, always (appended if new) |
 //! | [`Channel::Skill`] | the message's search, which matches skills by their text and finds the servers (skills with no text) a request needs by their tools ([units](#servers-as-units)) | a matched skill's tools where the search ranks them (a follow-up's: [`Channel::Conversation`]); a unit whole, within the request's budget |
 //! | [`Channel::Conversation`] | the message with its history, as above | its best `max_turn_tools`; of its search hits new to the list, all but the best `repack_for_conversation` only while the list has room |
 //! | [`Channel::Companion`] | the turn's tools' declared requirements and learned companions | appended after the turn's own, within `companions.max_tools` and the list's limits |
@@ -60,13 +60,18 @@
 //! "convert 20 liters to gallons. Afterwards, post the result on Twitter") names each in an
 //! ask of its own: a clause, a sentence or a list item ([`asks`]). The whole message's ranking
 //! is outweighed by its longest ask, or by a skill one ask matches, whose tools fill the list.
-//! So in a message of two asks or more, each is searched alone too (BM25), and its best
-//! `message.per_ask` tools join the message's ([`Reason::Ask`], which names the ask) when the
-//! ask's evidence is as clear as the message channel asks (`message.min_evidence` a word); a
-//! matched skill's or the conversation's other tools make room for them, never the other way
-//! round. A follow-up, and a message of more clauses than `message.max_asks`, is read by its
-//! sentences and lines only. Cost: one BM25 search of a few terms per ask, for messages of
-//! several asks only.
+//! So in a message of two asks or more, each is searched alone too (BM25), and its best tool
+//! (with up to `message.per_ask` in all, each within `message.min_relative_score` of it)
+//! joins the message's ([`Reason::Ask`], which names the ask) when the ask's evidence is as
+//! clear as the message channel asks (`message.min_evidence` a word); a matched skill's or the
+//! conversation's other tools make room for them, never the other way round. A follow-up, and
+//! a message of more clauses than `message.max_asks`, is read by its sentences and lines only.
+//! In hybrid retrieval each ask is embedded too and its search fused with its nearest tool
+//! vectors, and the message's vector is the mean of its asks' (for a message of at most
+//! [`GIST_WORDS`] words whose caller gave no [`Turn::query_vector`]): the model reads the
+//! same words as for the message alone, one ask at a time, so an ask's best is the hybrid
+//! ranking's, at no extra model cost. Cost: one BM25 search of a few terms per ask (and one
+//! scan of the vectors), for messages of several asks only.
 //!
 //! The built-in `search_tools` ([`search_tools_definition_for`]) describes what it can find,
 //! the skills and servers of the catalog ([`catalog_outline`]), so a model knows to search

@@ -205,9 +205,10 @@ pub struct MessagePolicy {
     /// the message's is at least this. Default 0.5.
     pub min_cosine: f32,
     /// In a message of several asks (clauses, sentences, list items: [`asks`](super::asks())),
-    /// each ask searched alone brings its best this many tools, which a matched skill's or the
-    /// conversation's other tools never push out (0 turns it off). Default 1. Read from JSON
-    /// under its earlier name `per_sentence` too.
+    /// each ask searched alone brings its best tool, and those after it up to this many in
+    /// all that score within `min_relative_score` of it; a matched skill's or the
+    /// conversation's other tools never push them out (0 turns it off). Default 1. Read from
+    /// JSON under its earlier name `per_sentence` too.
     #[serde(alias = "per_sentence")]
     pub per_ask: usize,
     /// A message of more asks than this is a task's description rather than a list of

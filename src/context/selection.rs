@@ -68,15 +68,20 @@ pub enum Reason {
         explanation: Option<Box<Explanation>>,
     },
     /// One ask of a message of several ([`asks`](super::asks())), searched alone, ranks it first
-    /// (BM25): a message that asks for several things names each in a clause, a sentence or a
-    /// list item of its own, and each ask gets its best tool.
+    /// (BM25, or BM25 fused with the ask's vector in hybrid retrieval): a message that asks for
+    /// several things names each in a clause, a sentence or a list item of its own, and each
+    /// ask gets its best tool.
     Ask {
         /// The ask's text.
         ask: Arc<str>,
         /// Its place among the message's asks, from 1.
         position: u32,
-        /// Its BM25 score for that ask.
+        /// Its score in the ask's ranking: BM25, or the fused score in hybrid retrieval.
         score: f32,
+        /// In hybrid retrieval, the cosine of the tool's vector with the ask's (absent when
+        /// the tool is not among the ask's nearest, or the ranking is BM25's).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cosine: Option<f32>,
     },
     /// A skill with no text of its own (an MCP server) that the request needs, found by its
     /// tools' places in the message's ranking ([units](super#servers-as-units)).
@@ -294,7 +299,18 @@ impl std::fmt::Display for Reason {
                 }
                 write!(f, ", lexical weight {lexical_weight:.2})")
             }
-            Reason::Ask { ask, score, .. } => write!(f, "BM25 {score:.2} for '{ask}'"),
+            Reason::Ask {
+                ask,
+                score,
+                cosine: None,
+                ..
+            } => write!(f, "BM25 {score:.2} for '{ask}'"),
+            Reason::Ask {
+                ask,
+                score,
+                cosine: Some(cosine),
+                ..
+            } => write!(f, "hybrid {score:.2} (cosine {cosine:.3}) for '{ask}'"),
             Reason::Unit { skill, score } => {
                 write!(f, "all of {skill}, which the request needs ({score:.2})")
             }
