@@ -20,6 +20,11 @@ nothing carried across turns), and prints one markdown row per selection:
               an unknown class is an error). Only for a catalog that has all of BFCL's skills.
   servers     MCP-Bench's setting, for conversations that name their `gold_servers`: every
               tool of the task's own servers (an oracle of servers as units).
+  bounds      With --tokens, for each ceiling: the turn's needed tools alone, cheapest first,
+              while they fit (what no selection passes at that ceiling); and, for conversations
+              that name their `gold_servers`, those servers known: each whole while it fits, then
+              the tools of those that did not, in MiniLM's order (what servers as units reach
+              when the servers are found without a miss).
 
 With --tokens C1,C2,... each retriever (bm25s, MiniLM, RRF) is also given each token ceiling
 instead of a count: it sends its ranked tools in order, each while it fits in the ceiling (a
@@ -297,6 +302,30 @@ def main() -> int:
     if all(servers_of):
         selections["every tool of the task's own servers"] = [
             [k for name in names for k in by_skill[name]] for names in servers_of]
+    for ceiling in ceilings:
+        # What no selection can pass at this ceiling: the needed tools alone, cheapest first.
+        selections[f"bound: the needed tools alone, cheapest first, within {ceiling:,} tokens"] = [
+            within(sorted(t["gold"], key=lambda k: (tokens[k], k)), ceiling) for t in turns]
+        if all(servers_of):
+            # The servers known (an oracle of servers as units): the task's own servers, whole
+            # while they fit, then the tools of those that did not, in MiniLM's order.
+            def servers_known(names, ranking, ceiling=ceiling):
+                out, used = [], 0
+                for name in names:
+                    cost = sum(tokens[k] for k in by_skill[name])
+                    if used + cost <= ceiling:
+                        out += by_skill[name]
+                        used += cost
+                own, sent = {k for name in names for k in by_skill[name]}, set(out)
+                for key in ranking:
+                    if key in own and key not in sent and used + tokens[key] <= ceiling:
+                        out.append(key)
+                        sent.add(key)
+                        used += tokens[key]
+                return out
+            selections[f"bound: the task's own servers known, whole while they fit, then their tools "
+                       f"in MiniLM's order, within {ceiling:,} tokens"] = [
+                servers_known(names, r) for names, r in zip(servers_of, minilm_rankings)]
 
     rows = []
     for name, sent_lists in selections.items():
