@@ -250,10 +250,7 @@ impl ContextBuilder {
             .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
-        let explainer = Explainer {
-            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: terms,
-        };
+        let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
         dropped.extend(filtered);
         // A turn whose only candidates are the search's hits is filled from them directly.
         let only_hits = fused.is_none() && candidates.is_empty() && !self.adds_after_search(turn);

@@ -66,10 +66,7 @@ impl ContextBuilder {
         let words = turn.message.unicode_words().count().max(1);
         let best_bm25 = hits.first().map_or(0.0, |h| h.score);
         let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
-        let explainer = Explainer {
-            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: terms,
-        };
+        let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
         // (key, score relative to the channel's best, reason), best first.
         let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(m.max_tools);
         match hybrid {
