@@ -155,7 +155,7 @@
 //! against a brute-force scorer after every step of random write sequences.
 
 mod analyze;
-mod ascii_words;
+pub(crate) mod ascii_words;
 mod builder;
 mod bulk;
 pub mod config;
@@ -190,8 +190,8 @@ pub use config::IndexConfig;
 pub use document::{Document, FieldTerms};
 pub use error::Bm25Error;
 pub(crate) use identifier::split_identifier;
+pub(crate) use index::KeyHit;
 pub use index::{Bm25Index, CorpusStats, Hit};
-pub(crate) use index::{KeyHit, QueryExplainer};
 pub(crate) use query::HashedQuery;
 pub(crate) use reuse::{KEEP_UP_TO, put_back, take_from};
 pub use scoring::{

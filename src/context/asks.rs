@@ -23,6 +23,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::bm25::ascii_words::{word_count, words};
 use crate::bm25::stop_words::is_stop_word;
 
 use super::policy::SelectionPolicy;
@@ -108,7 +109,7 @@ pub(super) fn asks_in(message: &str, split_clauses: bool, at_most: usize) -> Vec
     let long_enough = |text: &str| {
         let words = match split_clauses {
             true => content_words(text) >= ASK_WORDS,
-            false => text.unicode_words().count() >= SENTENCE_WORDS,
+            false => word_count(text) >= SENTENCE_WORDS,
         };
         words && !text.ends_with(':')
     };
@@ -124,7 +125,7 @@ pub(super) fn asks_in(message: &str, split_clauses: bool, at_most: usize) -> Vec
             let cut = cut
                 .into_iter()
                 .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
-                .filter(|p| p.unicode_words().next().is_some());
+                .filter(|p| word_count(p) > 0);
             for piece in cut {
                 pieces += 1;
                 first.get_or_insert(piece);
@@ -233,9 +234,13 @@ fn clauses(sentence: &str) -> Vec<&str> {
 
 /// How many of `text`'s words are not stop words.
 fn content_words(text: &str) -> usize {
-    text.unicode_words()
-        .filter(|w| !is_stop_word(&w.to_lowercase()))
-        .count()
+    let mut count = 0;
+    words(text, |w| {
+        if !is_stop_word(&w.to_lowercase()) {
+            count += 1;
+        }
+    });
+    count
 }
 
 /// Whether `joiner` starts at byte `i` of `lower` as a whole word (followed by a space or a

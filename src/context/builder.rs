@@ -9,9 +9,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use crate::Tool;
+use crate::bm25::ascii_words::word_count;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::{Embedder, NearestCache};
 use crate::skills::closure_of;
@@ -244,7 +243,7 @@ impl ContextBuilder {
             }
             None => None,
         };
-        let words = turn.message.unicode_words().count();
+        let words = word_count(&turn.message);
         let fused = hybrid
             .zip(dense.as_ref())
             .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));

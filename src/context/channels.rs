@@ -5,10 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use crate::Tool;
 use crate::bm25::HashedQuery;
+use crate::bm25::ascii_words::word_count;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
 
@@ -63,7 +62,7 @@ impl ContextBuilder {
         // The hits a tag filter turns away were reported by the conversation's search.
         let (hits, _filtered) = self.search_tools(snapshot, terms, &hashed, depth)?;
         drop(hashed);
-        let words = turn.message.unicode_words().count().max(1);
+        let words = word_count(&turn.message).max(1);
         let best_bm25 = hits.first().map_or(0.0, |h| h.score);
         let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
         let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
@@ -157,7 +156,7 @@ impl ContextBuilder {
             let (hits, _filtered) =
                 self.search_tools(snapshot, &terms, &hashed, p.message.per_ask)?;
             drop(hashed);
-            let words = ask.text.unicode_words().count().max(1);
+            let words = word_count(ask.text).max(1);
             let best = hits.first().map_or(0.0, |h| h.score);
             if best / (words as f32) < p.message.min_evidence {
                 continue;
