@@ -162,6 +162,14 @@ pub(crate) fn word_count(text: &str) -> usize {
     count
 }
 
+/// Whether `text` has a UAX#29 word that holds a letter or digit:
+/// `text.unicode_words().next().is_some()`. An ASCII letter or digit is in such a word,
+/// whatever is around it, so most texts answer at their first one.
+pub(crate) fn has_word(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_alphanumeric())
+        || (!text.is_ascii() && text.unicode_words().next().is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -224,6 +232,7 @@ mod tests {
                      |\u{2002}|\u{A0}|👍|🇫🇷|ア|א|天|\u{2028}|\u{85}){0,24}"
         ) {
             let expected: Vec<&str> = text.unicode_words().collect();
+            prop_assert_eq!(super::has_word(&text), !expected.is_empty());
             prop_assert_eq!(mixed_words(&text), expected);
         }
     }

@@ -23,7 +23,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::bm25::ascii_words::{word_count, words};
+use crate::bm25::ascii_words::{has_word, word_count, words};
 use crate::bm25::stop_words::is_stop_word;
 
 use super::policy::SelectionPolicy;
@@ -151,7 +151,7 @@ fn asks_of<'m>(
         let cut = cut
             .into_iter()
             .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
-            .filter(|p| word_count(p) > 0);
+            .filter(|p| has_word(p));
         for piece in cut {
             pieces += 1;
             first.get_or_insert(piece);

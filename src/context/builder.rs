@@ -243,7 +243,8 @@ impl ContextBuilder {
             }
             None => None,
         };
-        let words = word_count(&turn.message);
+        // Only hybrid fusion reads the message's words (they set its lexical weight).
+        let words = dense.as_ref().map_or(0, |_| word_count(&turn.message));
         let fused = hybrid
             .zip(dense.as_ref())
             .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));
