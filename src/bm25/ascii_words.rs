@@ -5,7 +5,15 @@
 //! registration's instructions. On ASCII only a handful of the word-boundary rules can apply,
 //! so they fit in one pass over the bytes. The test below checks, on random strings over every
 //! class of ASCII character that matters, that this yields exactly the words `unicode_words`
-//! does; non-ASCII text still goes through `unicode_words`.
+//! does.
+//!
+//! Messages are mostly ASCII with a few other characters (`’`, `—`, `°`, `CO₂`): every
+//! MCP-Bench task has some. [`ascii_spans`] cuts such a text at white space into its ASCII
+//! stretches and the pieces that hold the other characters, so that only those pieces go
+//! through `unicode_words` ([`words`]): one pass over the bytes, then each piece's few
+//! characters.
+
+use unicode_segmentation::UnicodeSegmentation;
 
 /// The word-break classes ASCII characters have in UAX#29 (WB property values).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -84,12 +92,90 @@ pub(crate) fn ascii_words<'t>(text: &'t str, mut word: impl FnMut(&'t str)) {
     }
 }
 
+/// The ASCII characters of `char::is_whitespace`.
+const WHITE_SPACE: &[u8] = b" \t\n\x0B\x0C\r";
+
+/// Calls `span` with each stretch of `text` in order, and whether it is ASCII: the ASCII
+/// stretches, and between them the pieces that hold other characters, each cut at white space
+/// followed by an ASCII character (or the end), that white space going to the ASCII stretches
+/// around it. The spans, put together, are the text.
+///
+/// The text's UAX#29 words are its spans' words, in order: such white space (space, tab,
+/// CR, LF, vertical tab, form feed) breaks words on both sides and is in no word (at most it
+/// joins the white space beside it, WB3 and WB3d). No rule
+/// joins a character to it (WB4 attaches `Extend`, `Format` and `ZWJ` characters, and WB3c
+/// an emoji, only to what comes before them, and an ASCII character is none of those), and
+/// the rules that look past a neighbour (WB6, WB7, WB11, WB12, WB15, WB16) see white space
+/// there as they see the text's start or end. Tests check it on random strings against
+/// `unicode_words`.
+pub(crate) fn ascii_spans<'t>(text: &'t str, mut span: impl FnMut(&'t str, bool)) {
+    let bytes = text.as_bytes();
+    let cut = |i: usize| {
+        bytes.get(i).is_some_and(|&b| WHITE_SPACE.contains(&b))
+            && bytes.get(i + 1).is_none_or(u8::is_ascii)
+    };
+    let mut ascii_from = 0;
+    let mut at = 0;
+    while let Some(other) = bytes
+        .get(at..)
+        .and_then(|rest| rest.iter().position(|b| !b.is_ascii()))
+        .map(|k| at + k)
+    {
+        // The piece runs from after the last cut before `other` to the next cut after it.
+        let start = (ascii_from..other)
+            .rev()
+            .find(|&i| cut(i))
+            .map_or(ascii_from, |i| i + 1);
+        let end = (other..bytes.len())
+            .find(|&i| cut(i))
+            .unwrap_or(bytes.len());
+        if let Some(ascii) = text.get(ascii_from..start)
+            && !ascii.is_empty()
+        {
+            span(ascii, true);
+        }
+        span(text.get(start..end).unwrap_or_default(), false);
+        ascii_from = end;
+        at = end;
+    }
+    if let Some(ascii) = text.get(ascii_from..)
+        && !ascii.is_empty()
+    {
+        span(ascii, true);
+    }
+}
+
+/// Calls `word` with each UAX#29 word of `text` that holds a letter or digit, in order:
+/// what `text.unicode_words()` yields, found by [`ascii_words`] in the text's ASCII
+/// stretches ([`ascii_spans`]).
+pub(crate) fn words<'t>(text: &'t str, mut word: impl FnMut(&'t str)) {
+    ascii_spans(text, |span, ascii| match ascii {
+        true => ascii_words(span, &mut word),
+        false => span.unicode_words().for_each(&mut word),
+    });
+}
+
+/// How many UAX#29 words of `text` hold a letter or digit: `text.unicode_words().count()`.
+pub(crate) fn word_count(text: &str) -> usize {
+    let mut count = 0;
+    words(text, |_| count += 1);
+    count
+}
+
+/// Whether `text` has a UAX#29 word that holds a letter or digit:
+/// `text.unicode_words().next().is_some()`. An ASCII letter or digit is in such a word,
+/// whatever is around it, so most texts answer at their first one.
+pub(crate) fn has_word(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_alphanumeric())
+        || (!text.is_ascii() && text.unicode_words().next().is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
     use unicode_segmentation::UnicodeSegmentation;
 
-    use super::ascii_words;
+    use super::{ascii_spans, ascii_words};
 
     fn words(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
@@ -123,6 +209,56 @@ mod tests {
             let expected: Vec<&str> = text.unicode_words().collect();
             prop_assert_eq!(words(&text), expected);
         }
+    }
+
+    /// Its words, by [`words`], after checking that its spans are it, in order.
+    fn mixed_words(text: &str) -> Vec<&str> {
+        let mut joined = String::new();
+        ascii_spans(text, |span, ascii| {
+            assert_eq!(span.is_ascii(), ascii, "{span:?} of {text:?}");
+            joined.push_str(span);
+        });
+        assert_eq!(joined, text);
+        let mut out = Vec::new();
+        super::words(text, |w| out.push(w));
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6_000))]
+        #[test]
+        fn mixed_text_has_the_words_of_unicode_segmentation(
+            text in "([aZ09_.:',;\\\"\\- !\t\r\n\x0B\x0C/]|’|—|é|₂|²|µ|·|\u{301}|\u{200D}|\u{200B}\
+                     |\u{2002}|\u{A0}|👍|🇫🇷|ア|א|天|\u{2028}|\u{85}){0,24}"
+        ) {
+            let expected: Vec<&str> = text.unicode_words().collect();
+            prop_assert_eq!(super::has_word(&text), !expected.is_empty());
+            prop_assert_eq!(mixed_words(&text), expected);
+        }
+    }
+
+    #[test]
+    fn mixed_text_cut_at_white_space_before_ascii() {
+        let mut spans = Vec::new();
+        let text = "the CO₂ level is 5 µg—don’t worry \u{301}x ok";
+        ascii_spans(text, |span, ascii| spans.push((span, ascii)));
+        assert_eq!(
+            spans,
+            [
+                ("the ", true),
+                ("CO₂", false),
+                (" level is ", true),
+                ("5 µg—don’t", false),
+                (" ", true),
+                ("worry \u{301}x", false),
+                (" ok", true)
+            ]
+        );
+        assert_eq!(mixed_words(text), text.unicode_words().collect::<Vec<_>>());
+        let mut all = Vec::new();
+        ascii_spans("plain", |span, ascii| all.push((span, ascii)));
+        assert_eq!(all, [("plain", true)]);
+        ascii_spans("", |_, _| panic!("no span"));
     }
 
     #[test]

@@ -951,6 +951,25 @@ impl Bm25Index {
         )
     }
 
+    /// [`explain_weighted`](Self::explain_weighted) of many documents for one query: the
+    /// query prepared once (its terms hashed, grouped and looked up in each segment), where
+    /// each `explain_weighted` prepares it again, which cost a selection that explains its
+    /// two dozen tools more than the rest of it on a long message. The same explanations, to
+    /// the bit.
+    pub(crate) fn query_explainer<'q>(
+        &self,
+        query: &'q [(&'q str, f32)],
+    ) -> QueryExplainer<'_, 'q> {
+        let mut prepared = Prepared::new();
+        self.corpus()
+            .prepare_into(&mut prepared, query.len(), |i| weighted_at(query, i));
+        QueryExplainer {
+            index: self,
+            query,
+            prepared,
+        }
+    }
+
     /// [`Self::explain`] of a prepared query whose token `i` has the text `text(i)`.
     fn explain_prepared<'q>(
         &self,
@@ -1101,6 +1120,22 @@ const SELECT_CHUNK: usize = 16;
 #[inline]
 fn term_at<S: AsRef<str>>(query: &[S], i: usize) -> &str {
     query.get(i).map_or("", AsRef::as_ref)
+}
+
+/// A weighted query prepared against one version of an index, to explain its documents'
+/// scores ([`Bm25Index::query_explainer`]).
+pub(crate) struct QueryExplainer<'i, 'q> {
+    index: &'i Bm25Index,
+    query: &'q [(&'q str, f32)],
+    prepared: Prepared,
+}
+
+impl QueryExplainer<'_, '_> {
+    /// What [`Bm25Index::explain_weighted`] of `key` and the query gives.
+    pub(crate) fn explain(&self, key: &str) -> Option<Explanation> {
+        self.index
+            .explain_prepared(key, &self.prepared, |i| weighted_at(self.query, i).0)
+    }
 }
 
 /// Token `i` of a weighted query: its text and weight.

@@ -155,7 +155,7 @@
 //! against a brute-force scorer after every step of random write sequences.
 
 mod analyze;
-mod ascii_words;
+pub(crate) mod ascii_words;
 mod builder;
 mod bulk;
 pub mod config;

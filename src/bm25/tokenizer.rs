@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::ascii_words::ascii_words;
+use super::ascii_words::{ascii_spans, ascii_words};
 use super::identifier::{ascii_identifier_parts, split_ascii_identifier, split_identifier};
 use super::stem::{replace_irregular, stem_cut, stem_cut_word, stem_tail};
 use super::stop_words::{is_stop_word, is_stop_word_ascii_alphanumeric, is_stop_word_lower_word};
@@ -142,10 +142,20 @@ impl Tokenizer {
         // reallocations, a tenth of tokenizing a tool.
         text_buf.reserve(text.len());
         ends.reserve(text.len() / 4 + 1);
-        if self.config.split_identifiers && text.is_ascii() {
-            self.ascii_terms_flat(text, text_buf, ends);
+        if !self.config.split_identifiers {
+            self.general_terms_flat(text, text_buf, ends);
             return;
         }
+        // A message's few other characters (`’`, `—`, `CO₂`) keep only their pieces off the
+        // fast path.
+        ascii_spans(text, |span, ascii| match ascii {
+            true => self.ascii_terms_flat(span, text_buf, ends),
+            false => self.general_terms_flat(span, text_buf, ends),
+        });
+    }
+
+    /// [`Self::tokenize_flat`] by the general path: each identifier part found, then emitted.
+    fn general_terms_flat(&self, text: &str, text_buf: &mut String, ends: &mut Vec<usize>) {
         self.for_each_part(text, &mut |part| {
             if self.emit(part, text_buf) {
                 ends.push(text_buf.len());
@@ -260,16 +270,18 @@ impl Tokenizer {
     /// Calls `part` with each identifier part (or each word, when identifiers are not split)
     /// of `text`, as written: case, stop words and stems are [`Self::emit`]'s.
     fn for_each_part<'t>(&self, text: &'t str, part: &mut impl FnMut(&'t str)) {
-        if text.is_ascii() {
-            ascii_words(text, |word| {
-                if self.config.split_identifiers {
-                    split_ascii_identifier(word, &mut *part);
-                } else {
-                    self.word(word, part);
-                }
-            });
-        } else {
-            for word in text.unicode_words() {
+        ascii_spans(text, |span, ascii| {
+            if ascii {
+                ascii_words(span, |word| {
+                    if self.config.split_identifiers {
+                        split_ascii_identifier(word, &mut *part);
+                    } else {
+                        self.word(word, part);
+                    }
+                });
+                return;
+            }
+            for word in span.unicode_words() {
                 // A combining mark after white space joins it in one UAX #29 segment
                 // (" \u{670}"): the white space is no part of the term.
                 let word = word.trim_matches(char::is_whitespace);
@@ -277,7 +289,7 @@ impl Tokenizer {
                     self.word(word, part);
                 }
             }
-        }
+        });
     }
 
     fn word<'t>(&self, word: &'t str, part: &mut impl FnMut(&'t str)) {
@@ -433,6 +445,17 @@ mod tests {
             text in "([a-zA-Z0-9_.:',;!/ \t-]|the|The|IS|its|aN|APIs|getWeather|HTTPServer\
                      |parseJSON2XML|get_the_file|don't|user's|running|files|queries|copied\
                      |v2|3.14|1,000|x-ray|ABCsome|IDsFor){0,24}"
+        ) {
+            assert_fast_paths_match(&text);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+        #[test]
+        fn mostly_ascii_text_has_the_terms_of_the_general_path(
+            text in "([a-zA-Z0-9_.:',; \t\n-]|The|getWeather|HTTPServer|don’t|’s|CO₂|°C|µg|—|é\
+                     |\u{301}|\u{200D}|👍|天|ÄBC_déf|\u{2002}){0,24}"
         ) {
             assert_fast_paths_match(&text);
         }

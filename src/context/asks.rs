@@ -23,6 +23,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::bm25::ascii_words::{has_word, word_count, words};
 use crate::bm25::stop_words::is_stop_word;
 
 use super::policy::SelectionPolicy;
@@ -90,49 +91,74 @@ pub(super) fn asks_for_selection<'m>(
     policy: &SelectionPolicy,
 ) -> (Vec<Ask<'m>>, usize) {
     let at_most = policy.asks_that_count();
-    let asks = asks_in(message, !follow_up, at_most);
+    // The sentences the first reading met are kept for the second, which read them again
+    // (finding a long message's sentence boundaries was a sixth of its selection).
+    let mut sentences = sentences(message);
+    let mut met = Vec::new();
+    let asks = asks_of(
+        sentences.by_ref().inspect(|s| met.push(*s)),
+        !follow_up,
+        at_most,
+    );
     let count = asks.len();
     if follow_up || count <= policy.message.max_asks {
         return (asks, count);
     }
-    (asks_in(message, false, at_most), count)
+    (
+        asks_of(met.into_iter().chain(sentences), false, at_most),
+        count,
+    )
+}
+
+/// The sentences of `message`'s lines, in order, each line's list marker left out.
+fn sentences(message: &str) -> impl Iterator<Item = &str> {
+    message
+        .lines()
+        .flat_map(|line| strip_marker(line).split_sentence_bounds())
 }
 
 /// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`; the
 /// first `at_most` of them (a selection stops counting where more asks change nothing, so a
 /// long task's description is not cut up to its end).
 pub(super) fn asks_in(message: &str, split_clauses: bool, at_most: usize) -> Vec<Ask<'_>> {
+    asks_of(sentences(message), split_clauses, at_most)
+}
+
+/// [`asks_in`] of a message whose [`sentences`] are `sentences`.
+fn asks_of<'m>(
+    sentences: impl Iterator<Item = &'m str>,
+    split_clauses: bool,
+    at_most: usize,
+) -> Vec<Ask<'m>> {
     // A sentence or line too short to be a request of its own ("Thanks."; a follow-up's whole
     // sentence, "Sure, go ahead."), or one that introduces a list ("Two things:"), is no ask,
     // unless it is all the message has.
     let long_enough = |text: &str| {
         let words = match split_clauses {
             true => content_words(text) >= ASK_WORDS,
-            false => text.unicode_words().count() >= SENTENCE_WORDS,
+            false => word_count(text) >= SENTENCE_WORDS,
         };
         words && !text.ends_with(':')
     };
     let mut pieces = 0;
     let mut first = None;
     let mut texts: Vec<&str> = Vec::new();
-    'lines: for line in message.lines() {
-        for sentence in strip_marker(line).split_sentence_bounds() {
-            let cut = match split_clauses {
-                true => clauses(sentence),
-                false => vec![sentence],
-            };
-            let cut = cut
-                .into_iter()
-                .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
-                .filter(|p| p.unicode_words().next().is_some());
-            for piece in cut {
-                pieces += 1;
-                first.get_or_insert(piece);
-                if long_enough(piece) {
-                    texts.push(piece);
-                    if texts.len() >= at_most {
-                        break 'lines;
-                    }
+    'sentences: for sentence in sentences {
+        let cut = match split_clauses {
+            true => clauses(sentence),
+            false => vec![sentence],
+        };
+        let cut = cut
+            .into_iter()
+            .map(|p| p.trim_matches(|c: char| c.is_whitespace() || c == ',' || c == ';'))
+            .filter(|p| has_word(p));
+        for piece in cut {
+            pieces += 1;
+            first.get_or_insert(piece);
+            if long_enough(piece) {
+                texts.push(piece);
+                if texts.len() >= at_most {
+                    break 'sentences;
                 }
             }
         }
@@ -233,9 +259,13 @@ fn clauses(sentence: &str) -> Vec<&str> {
 
 /// How many of `text`'s words are not stop words.
 fn content_words(text: &str) -> usize {
-    text.unicode_words()
-        .filter(|w| !is_stop_word(&w.to_lowercase()))
-        .count()
+    let mut count = 0;
+    words(text, |w| {
+        if !is_stop_word(&w.to_lowercase()) {
+            count += 1;
+        }
+    });
+    count
 }
 
 /// Whether `joiner` starts at byte `i` of `lower` as a whole word (followed by a space or a

@@ -9,9 +9,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use crate::Tool;
+use crate::bm25::ascii_words::word_count;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::{Embedder, NearestCache};
 use crate::skills::closure_of;
@@ -246,16 +245,14 @@ impl ContextBuilder {
             message: dense,
             asks: ask_dense,
         } = self.nearest_to(snapshot, turn, &texts[..own], &asks)?;
-        let words = turn.message.unicode_words().count();
+        // Only hybrid fusion reads the message's words (they set its lexical weight).
+        let words = dense.as_ref().map_or(0, |_| word_count(&turn.message));
         let fused = hybrid
             .zip(dense.as_ref())
             .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
-        let explainer = Explainer {
-            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: terms,
-        };
+        let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
         dropped.extend(filtered);
         // A turn whose only candidates are the search's hits is filled from them directly.
         let only_hits = fused.is_none() && candidates.is_empty() && !self.adds_after_search(turn);

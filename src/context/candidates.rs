@@ -6,10 +6,11 @@
 //! [`SelectedTool`](super::SelectedTool)s and [`Dropped`](super::Dropped) entries, with their
 //! [`Reason`]s, and only then.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
 use crate::Tool;
+use crate::bm25::index::QueryExplainer;
 use crate::bm25::{
     Attachment, Bm25Index, Explanation, KeyHit, best_first_key, put_back, take_from,
 };
@@ -77,14 +78,30 @@ pub(super) enum Why<'a> {
     Fallback,
 }
 
-/// The per-term explanations of retrieved tools, when the policy asks for them.
+/// The per-term explanations of retrieved tools, when the policy asks for them. The query is
+/// prepared against the index once, at the first explanation, for all of them.
 pub(super) struct Explainer<'q> {
     /// The tools' text index, or `None` when the policy does not explain.
-    pub index: Option<&'q Bm25Index>,
-    pub query: &'q [(&'q str, f32)],
+    index: Option<&'q Bm25Index>,
+    query: &'q [(&'q str, f32)],
+    prepared: OnceCell<QueryExplainer<'q, 'q>>,
 }
 
-impl Explainer<'_> {
+impl<'q> Explainer<'q> {
+    /// Explains `query`'s scores over `index`; explains nothing without one.
+    pub fn new(index: Option<&'q Bm25Index>, query: &'q [(&'q str, f32)]) -> Self {
+        Explainer {
+            index,
+            query,
+            prepared: OnceCell::new(),
+        }
+    }
+
+    /// Whether it explains (the policy asks for explanations).
+    pub fn explains(&self) -> bool {
+        self.index.is_some()
+    }
+
     /// `Reason::Retrieved` of the tool `key` with BM25 score `score`.
     #[inline(always)]
     pub fn retrieved(&self, key: &str, score: f32) -> Reason {
@@ -95,9 +112,11 @@ impl Explainer<'_> {
     }
 
     pub fn explain(&self, key: &str) -> Option<Box<Explanation>> {
-        self.index
-            .and_then(|i| i.explain_weighted(key, self.query))
-            .map(Box::new)
+        let index = self.index?;
+        let prepared = self
+            .prepared
+            .get_or_init(|| index.query_explainer(self.query));
+        prepared.explain(key).map(Box::new)
     }
 }
 
@@ -277,7 +296,7 @@ fn retrieved_reasons(key: &str, score: f32, explainer: &Explainer<'_>) -> Reason
     // written where the caller keeps it: built in a call and copied out, it was written a
     // field at a time and read back 16 bytes at a time, loads that waited for the stores to
     // retire (45% of `Candidate::reasons`' time under `perf`).
-    if explainer.index.is_none() {
+    if !explainer.explains() {
         return Reasons::one(Reason::Retrieved {
             score,
             explanation: None,

@@ -6,10 +6,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use crate::Tool;
 use crate::bm25::HashedQuery;
+use crate::bm25::ascii_words::word_count;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
 
@@ -65,13 +64,10 @@ impl ContextBuilder {
         // The hits a tag filter turns away were reported by the conversation's search.
         let (hits, _filtered) = self.search_tools(snapshot, terms, &hashed, depth)?;
         drop(hashed);
-        let words = turn.message.unicode_words().count().max(1);
+        let words = word_count(&turn.message).max(1);
         let best_bm25 = hits.first().map_or(0.0, |h| h.score);
         let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
-        let explainer = Explainer {
-            index: p.explain.then_some(snapshot.text_index(&TOOLS)?),
-            query: terms,
-        };
+        let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
         // (key, score relative to the channel's best, reason), best first.
         let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(m.max_tools);
         match hybrid {
@@ -192,7 +188,7 @@ impl ContextBuilder {
             let hashed = HashedQuery::new(&terms);
             let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
             drop(hashed);
-            let words = ask.text.unicode_words().count().max(1);
+            let words = word_count(ask.text).max(1);
             let best_bm25 = hits.first().map_or(0.0, |h| h.score);
             let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
             // (tool, score, cosine), best first.

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bm25::hash::StrState;
+
 /// The shapes of things a message names that [`HintPolicy::shapes`] can read a hint from.
 /// Each is recognized in one word of the message (split at white space, with surrounding
 /// punctuation such as `(`, `,` or `?` set aside).
@@ -552,8 +554,10 @@ impl Compiled {
 #[derive(Debug, Clone)]
 pub(crate) struct HintMatcher {
     phrases: Vec<Compiled>,
-    /// Indexes into `phrases` by their first word; `*` for phrases that start with one.
-    by_first: HashMap<Box<str>, Vec<usize>>,
+    /// Indexes into `phrases` by their first word; `*` for phrases that start with one. Keyed
+    /// by the terms' hash, where SipHash was a third of reading a long message's hints (a
+    /// message's words are looked up, never added: no flooding to fear).
+    by_first: HashMap<Box<str>, Vec<usize>, StrState>,
 }
 
 impl Default for HintMatcher {
@@ -570,7 +574,7 @@ impl HintMatcher {
             .enumerate()
             .map(|(i, hint)| Compiled::new(i, hint))
             .collect();
-        let mut by_first: HashMap<Box<str>, Vec<usize>> = HashMap::new();
+        let mut by_first: HashMap<Box<str>, Vec<usize>, StrState> = HashMap::default();
         for (i, phrase) in phrases.iter().enumerate() {
             if let Some(first) = phrase.words.first() {
                 by_first.entry(first.clone()).or_default().push(i);

@@ -49,6 +49,7 @@ type Ranked<'a> = Vec<(&'a Arc<str>, f32)>;
 /// its words, and hybrid retrieval's nearest tool vectors to it.
 pub(super) struct MessageView<'q, 'a> {
     pub terms: &'q [(&'q str, f32)],
+    /// The message's words, which only hybrid fusion reads: counted with `dense` only.
     pub words: usize,
     pub dense: Option<&'q [(&'a Arc<str>, f32)]>,
 }
