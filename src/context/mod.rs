@@ -70,8 +70,10 @@
 //! vectors, and the message's vector is the mean of its asks' (for a message of at most
 //! [`GIST_WORDS`] words whose caller gave no [`Turn::query_vector`]): the model reads the
 //! same words as for the message alone, one ask at a time, so an ask's best is the hybrid
-//! ranking's, at no extra model cost. Cost: one BM25 search of a few terms per ask (and one
-//! scan of the vectors), for messages of several asks only.
+//! ranking's without a second pass over the message. Cost: one BM25 search of a few terms per
+//! ask (in hybrid retrieval, `hybrid.depth` deep, and one scan of the vectors), for messages
+//! of several asks only; hybrid, the multi-ask set's turns took 20.9 ms rather than 16.8 (the
+//! asks' shorter passes and their searches; BENCHMARKS.md, "Whole requests").
 //!
 //! The built-in `search_tools` ([`search_tools_definition_for`]) describes what it can find,
 //! the skills and servers of the catalog ([`catalog_outline`]), so a model knows to search
