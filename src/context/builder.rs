@@ -27,6 +27,7 @@ use super::hints::HintMatcher;
 use super::hybrid::{FusedHit, fuse, turn_vectors};
 use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
 use super::query::{exact_mentions, weighted_terms, weighted_texts};
+use super::query_terms::BorrowedTerms;
 use super::selection::{
     Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
     SkillMatch,
@@ -93,9 +94,6 @@ impl fmt::Debug for ContextBuilder {
 /// assert_eq!(capstore::context::MAX_TOOLS_NEAR_MISSES, 8);
 /// ```
 pub const MAX_TOOLS_NEAR_MISSES: usize = 8;
-
-/// Up to this many query terms, a selection keeps its borrowed term list on the stack.
-const TERMS_ON_STACK: usize = 32;
 
 impl ContextBuilder {
     /// A builder with the default policy ([`SelectionPolicy::default`]).
@@ -192,20 +190,8 @@ impl ContextBuilder {
         let p = &self.policy;
         let (texts, own) = weighted_texts(turn, p, &self.hints);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
-        // The terms as the searches take them, borrowed from `query`: on the stack up to
-        // `TERMS_ON_STACK` (a message's usual dozen), where a vector was one of a selection's
-        // handful of allocations.
-        let mut on_stack = [("", 0.0f32); TERMS_ON_STACK];
-        let on_heap: Vec<(&str, f32)>;
-        let terms: &[(&str, f32)] = if query.len() <= TERMS_ON_STACK {
-            for (slot, term) in on_stack.iter_mut().zip(query.iter()) {
-                *slot = term;
-            }
-            on_stack.get(..query.len()).unwrap_or_default()
-        } else {
-            on_heap = query.iter().collect();
-            &on_heap
-        };
+        let borrowed = BorrowedTerms::of(&query);
+        let terms = borrowed.as_slice();
         // Hashed and ordered once for both searches (tools and skills).
         let hashed = HashedQuery::new(terms);
         let mut candidates = Candidates::new(snapshot)?;
@@ -214,21 +200,7 @@ impl ContextBuilder {
         let mut dropped = Vec::with_capacity(MAX_TOOLS_NEAR_MISSES);
         let mut skills = Vec::with_capacity(p.max_skills.saturating_mul(2).min(16));
 
-        for key in &p.pinned_tools {
-            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned) {
-                dropped.push(not_found(key, Reason::Pinned));
-            }
-        }
-        self.add_pinned_skills(snapshot, &mut candidates, &mut skills, &mut dropped)?;
-        if p.match_exact_names {
-            for m in exact_mentions(snapshot, &turn.message)? {
-                let why = Why::ExactName { mention: m.text };
-                candidates.add(m.entry, class::EXACT, 0.0, why);
-            }
-        }
-        for key in &turn.discovered {
-            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
-        }
+        self.add_unsearched(snapshot, turn, &mut candidates, &mut skills, &mut dropped)?;
         self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
         // The hits borrow their keys from the snapshot's index; added in turn below.
         let k = self.tools_search_k(!candidates.is_empty(), turn);
@@ -318,12 +290,7 @@ impl ContextBuilder {
             tools_table,
             &mut dropped,
         )?;
-        let mut needed = tools;
-        let mut tokens: usize = needed.iter().map(|t| t.tokens).sum();
-        let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
-        tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
-        dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));
-        needed.extend(companions);
+        let (needed, tokens) = self.with_companions(snapshot, tools, tools_table, &mut dropped)?;
         let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
             self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
         } else {
@@ -426,6 +393,53 @@ impl ContextBuilder {
         let (tools, tokens) = self.fill(tools_table, ordered, explainer, dropped);
         direct_path::filled_directly();
         Some((tools, tokens, true))
+    }
+
+    /// The candidates that need no search: the pinned tools and skills, the tools named in the
+    /// message (when the policy matches exact names) and those the model found with
+    /// `search_tools`. A pinned tool or skill the snapshot lacks goes to `dropped`.
+    fn add_unsearched<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        turn: &'a Turn,
+        candidates: &mut Candidates<'a>,
+        skills: &mut Vec<MatchedSkill>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(), SelectError> {
+        let p = &self.policy;
+        for key in &p.pinned_tools {
+            if !candidates.add_checked(key, class::PINNED, 0.0, Why::Pinned) {
+                dropped.push(not_found(key, Reason::Pinned));
+            }
+        }
+        self.add_pinned_skills(snapshot, candidates, skills, dropped)?;
+        if p.match_exact_names {
+            for m in exact_mentions(snapshot, &turn.message)? {
+                let why = Why::ExactName { mention: m.text };
+                candidates.add(m.entry, class::EXACT, 0.0, why);
+            }
+        }
+        for key in &turn.discovered {
+            candidates.add_key(key, class::DISCOVERED, 0.0, Why::Discovered);
+        }
+        Ok(())
+    }
+
+    /// The turn's own tools (`needed`) with their companions appended
+    /// ([`Self::companions`]), and the tokens of all; a companion leaves `dropped`.
+    fn with_companions(
+        &self,
+        snapshot: &Snapshot,
+        mut needed: Vec<SelectedTool>,
+        tools_table: RowLookup<'_, Tool>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(Vec<SelectedTool>, usize), SelectError> {
+        let mut tokens: usize = needed.iter().map(|t| t.tokens).sum();
+        let companions = self.companions(snapshot, &needed, tokens, tools_table)?;
+        tokens += companions.iter().map(|t| t.tokens).sum::<usize>();
+        dropped.retain(|d| !companions.iter().any(|t| t.key == d.key));
+        needed.extend(companions);
+        Ok((needed, tokens))
     }
 
     fn add_pinned_skills<'a>(

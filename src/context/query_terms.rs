@@ -82,6 +82,45 @@ impl QueryTerms {
     }
 }
 
+/// Up to this many query terms, [`BorrowedTerms`] keeps them on the stack.
+const TERMS_ON_STACK: usize = 32;
+
+/// A [`QueryTerms`]' terms borrowed as the searches take them (`&[(&str, f32)]`): on the stack
+/// up to `TERMS_ON_STACK` (a message's usual dozen), where a vector was one of a selection's
+/// handful of allocations.
+pub(super) struct BorrowedTerms<'q> {
+    on_stack: [(&'q str, f32); TERMS_ON_STACK],
+    on_heap: Vec<(&'q str, f32)>,
+    len: usize,
+}
+
+impl<'q> BorrowedTerms<'q> {
+    /// `query`'s terms, borrowed.
+    pub(super) fn of(query: &'q QueryTerms) -> Self {
+        let mut terms = BorrowedTerms {
+            on_stack: [("", 0.0); TERMS_ON_STACK],
+            on_heap: Vec::new(),
+            len: query.len(),
+        };
+        if query.len() <= TERMS_ON_STACK {
+            for (slot, term) in terms.on_stack.iter_mut().zip(query.iter()) {
+                *slot = term;
+            }
+        } else {
+            terms.on_heap = query.iter().collect();
+        }
+        terms
+    }
+
+    /// The terms and their weights, in term order.
+    pub(super) fn as_slice(&self) -> &[(&'q str, f32)] {
+        match self.len <= TERMS_ON_STACK {
+            true => self.on_stack.get(..self.len).unwrap_or_default(),
+            false => &self.on_heap,
+        }
+    }
+}
+
 /// Equal when the terms and weights are.
 impl PartialEq for QueryTerms {
     fn eq(&self, other: &Self) -> bool {
