@@ -17,7 +17,7 @@ use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
 
-use super::asks::{Ask, asks_for_selection};
+use super::asks::asks_for_selection;
 use super::budget::{estimate_tokens, past_budget};
 use super::candidates::{
     Candidates, Explainer, Offered, Why, class, relative_score, retrieved_only,
@@ -212,11 +212,13 @@ impl ContextBuilder {
         let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, search_k)?;
         let reads_history = self.reads_history(turn);
         let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
+        // Each ask's text with its hints, when its asks are searched on their own.
+        let ask_texts = self.ask_texts(&asks);
         // Hybrid retrieval's nearest tool vectors to the message and to each ask.
         let Nearest {
             message: dense,
             asks: ask_dense,
-        } = self.nearest_to(snapshot, turn, &texts[..own], &asks)?;
+        } = self.nearest_to(snapshot, turn, &texts[..own], &ask_texts)?;
         // Only hybrid fusion reads the message's words (they set its lexical weight).
         let words = dense.as_ref().map_or(0, |_| word_count(&turn.message));
         let fused = hybrid
@@ -268,7 +270,7 @@ impl ContextBuilder {
         } else {
             Vec::new()
         };
-        let ask_tools = self.ask_channel(snapshot, &asks, &ask_dense, tools_table)?;
+        let ask_tools = self.ask_channel(snapshot, &asks, &ask_texts, &ask_dense, tools_table)?;
         let (needed, _) = self.merge_channels(
             message,
             ask_tools,
@@ -611,20 +613,19 @@ impl ContextBuilder {
     /// Hybrid retrieval's nearest tool vectors (`hybrid.depth` of them) to the turn's message,
     /// for both channels' fusion, and to each ask the ask channel searches
     /// ([`turn_vectors`] says which get a vector); nothing in lexical retrieval. `own`: the
-    /// message's own weighted texts.
+    /// message's own weighted texts; `asks`: those of each ask searched on its own.
     fn nearest_to<'a>(
         &self,
         snapshot: &'a Snapshot,
         turn: &Turn,
         own: &[(&str, f32)],
-        asks: &[Ask<'_>],
+        asks: &[Vec<(&str, f32)>],
     ) -> Result<Nearest<'a>, SelectError> {
         let Retrieval::Hybrid(hybrid) = self.policy.retrieval else {
             return Ok(Nearest::default());
         };
         let embedder = self.embedder.as_deref().ok_or(SelectError::NoEmbedder)?;
-        let ask_texts = self.ask_embedding_texts(asks);
-        let vectors = turn_vectors(embedder, turn, own, &ask_texts)?;
+        let vectors = turn_vectors(embedder, turn, own, asks)?;
         let nearest = |vector: &[f32]| {
             self.nearest
                 .nearest_keys(snapshot, embedder.model_id(), vector, hybrid.depth)

@@ -2,7 +2,6 @@
 //! own tools ([the module's docs](super#a-turns-channels)). The third channel, the list
 //! carried from earlier turns, is [`carry`](super::carry)'s.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -17,7 +16,6 @@ use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
-use super::hints::with_terms;
 use super::hybrid::fuse;
 use super::policy::Retrieval;
 use super::query::{push_with_hints, weighted_terms};
@@ -134,17 +132,19 @@ impl ContextBuilder {
         m.per_ask > 0 && (2..=m.max_asks).contains(&asks.len())
     }
 
-    /// What the embedder reads of each ask the ask channel searches: its text with its hints'
-    /// terms, as the message's; none when it searches none.
-    pub(super) fn ask_embedding_texts<'m>(&self, asks: &[Ask<'m>]) -> Vec<Cow<'m, str>> {
+    /// What each ask the ask channel searches reads: its text, then what its hints add, each
+    /// with its weight (as the message's own texts, [`push_with_hints`]); none when it searches
+    /// none. Matched once for both the ask's BM25 search and, in hybrid retrieval, its
+    /// embedding.
+    pub(super) fn ask_texts<'m>(&'m self, asks: &[Ask<'m>]) -> Vec<Vec<(&'m str, f32)>> {
         if !self.searches_asks(asks) {
             return Vec::new();
         }
-        let p = self.policy();
         asks.iter()
             .map(|ask| {
-                let hints = self.hints.hints(&p.hints, ask.text);
-                with_terms(ask.text, hints.iter().map(|h| h.terms))
+                let mut texts = Vec::new();
+                push_with_hints(&mut texts, ask.text, 1.0, self.policy(), &self.hints);
+                texts
             })
             .collect()
     }
@@ -165,12 +165,13 @@ impl ContextBuilder {
         &self,
         snapshot: &'a Snapshot,
         asks: &[Ask<'_>],
+        ask_texts: &[Vec<(&str, f32)>],
         dense: &[Vec<(&'a Arc<str>, f32)>],
         tools_table: RowLookup<'a, Tool>,
     ) -> Result<Vec<SelectedTool>, SelectError> {
         let p = self.policy();
         let m = &p.message;
-        if !self.searches_asks(asks) {
+        if ask_texts.len() != asks.len() {
             return Ok(Vec::new());
         }
         let hybrid = match p.retrieval {
@@ -179,11 +180,9 @@ impl ContextBuilder {
         };
         let depth = hybrid.map_or(m.per_ask, |h| h.depth.max(m.per_ask));
         let mut out: Vec<SelectedTool> = Vec::new();
-        for (i, ask) in asks.iter().enumerate() {
+        for (i, (ask, texts)) in asks.iter().zip(ask_texts).enumerate() {
             // The ask with what its hints add ("email her" a sent email), as the message.
-            let mut texts = Vec::new();
-            push_with_hints(&mut texts, ask.text, 1.0, p, &self.hints);
-            let query = weighted_terms(snapshot, &TOOLS, &texts)?;
+            let query = weighted_terms(snapshot, &TOOLS, texts)?;
             let terms: Vec<(&str, f32)> = query.iter().collect();
             let hashed = HashedQuery::new(&terms);
             let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;

@@ -41,8 +41,8 @@ pub(super) struct TurnVectors {
 /// ([`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)). `own`: the message's
 /// own weighted texts, the message first and its hints' terms after.
 ///
-/// `asks`: the texts (each with its hints' terms) of the asks the selection searches on their
-/// own. When there are two or more, the message is no longer than [`GIST_WORDS`] words and the
+/// `asks`: the weighted texts of each ask the selection searches on its own, as `own`. When
+/// there are two or more, the message is no longer than [`GIST_WORDS`] words and the
 /// caller made no vector, the asks are embedded, in one call, and the message's vector is
 /// their mean: the model reads the message's words once, as today, but one ask at a time.
 /// Otherwise no ask gets a vector (they are searched by BM25 alone).
@@ -50,7 +50,7 @@ pub(super) fn turn_vectors(
     embedder: &dyn Embedder,
     turn: &Turn,
     own: &[(&str, f32)],
-    asks: &[Cow<'_, str>],
+    asks: &[Vec<(&str, f32)>],
 ) -> Result<TurnVectors, SelectError> {
     let one = |message| TurnVectors {
         message,
@@ -65,7 +65,8 @@ pub(super) fn turn_vectors(
         None => {
             let gist = gist(&turn.message);
             if asks.len() >= 2 && gist.is_none() {
-                let texts: Vec<&str> = asks.iter().map(AsRef::as_ref).collect();
+                let texts: Vec<Cow<'_, str>> = asks.iter().map(|ask| embedding_text(ask)).collect();
+                let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
                 let vectors = embedder.embed(&texts)?;
                 embed::check_shape(embedder, texts.len(), &vectors)?;
                 return Ok(TurnVectors {
@@ -73,13 +74,26 @@ pub(super) fn turn_vectors(
                     asks: vectors,
                 });
             }
-            let terms = own.iter().skip(1).map(|&(terms, _)| terms);
-            let text = with_terms(gist.as_deref().unwrap_or(&turn.message), terms);
+            let text = with_terms(gist.as_deref().unwrap_or(&turn.message), hint_terms(own));
             let vectors = embedder.embed(&[text.as_ref()])?;
             embed::check_shape(embedder, 1, &vectors)?;
             Ok(one(vectors.into_iter().next().unwrap_or_default()))
         }
     }
+}
+
+/// What the embedder reads of weighted texts (a text, then what its hints add): the text with
+/// its hints' terms.
+fn embedding_text<'t>(texts: &[(&'t str, f32)]) -> Cow<'t, str> {
+    match texts.first() {
+        Some(&(text, _)) => with_terms(text, hint_terms(texts)),
+        None => Cow::Borrowed(""),
+    }
+}
+
+/// The hints' terms of weighted texts: all but the first, the text itself.
+fn hint_terms<'s, 't>(texts: &'s [(&'t str, f32)]) -> impl Iterator<Item = &'t str> + 's {
+    texts.iter().skip(1).map(|&(terms, _)| terms)
 }
 
 /// The mean of `vectors` (of one length), each taken at unit length first (an embedder need
