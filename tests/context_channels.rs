@@ -472,3 +472,100 @@ fn a_server_too_large_for_the_budget_gives_its_place_and_keeps_its_best_tool() {
         selection.tokens
     );
 }
+
+/// The list follows the request: what the units and the turn's own tools leave of the
+/// request's budget, the message's ranking fills, best first. A task whose one server is too
+/// large to come whole gets as many of that server's best tools as the budget holds, not
+/// only the turn's `max_turn_tools`.
+#[test]
+fn a_request_spends_its_budget_on_the_message_ranking_past_the_turns_own_tools() {
+    use capstore::context::{Channel, DropReason, ListSize, Reason};
+    use capstore::skills::register_skill;
+    use capstore::{Skill, Tool};
+    let store = Store::new();
+    store
+        .write(|tx| {
+            // Forty tools of about 60 tokens: 2,400 in all, more than the budget of 1,800.
+            let big = (0..40).map(|i| {
+                Tool::new(
+                    format!("matrix_op_{i:02}"),
+                    format!(
+                        "Matrix operation number {i}: computes a property of the given matrix \
+                         (determinant, rank, eigenvalues, inverse or a decomposition) and \
+                         returns it with the steps taken."
+                    ),
+                )
+                .with_source("linalg")
+            });
+            register_skill(tx, Skill::new("linalg", ""), big.collect::<Vec<Tool>>())?;
+            let other = ["forecast", "alerts"].map(|t| {
+                Tool::new(format!("get_{t}"), format!("Weather {t} for a city"))
+                    .with_source("weather")
+            });
+            register_skill(tx, Skill::new("weather", ""), other.to_vec())
+        })
+        .expect("catalog");
+    let builder = ContextBuilder::new();
+    let policy = builder.policy().clone();
+    let message = "Take the matrix [[2,1],[1,3]]. Compute its determinant and its rank. \
+                   Then find the eigenvalues of the matrix and its inverse.";
+    let selection = builder
+        .select(&store.snapshot(), &Turn::new(message))
+        .expect("select");
+    let budget = match selection.size {
+        ListSize::Request {
+            asks: 3, budget, ..
+        } => budget,
+        other => panic!("sized by a request of three asks: {other:?}"),
+    };
+    assert_eq!(budget, 3 * policy.request.tokens_per_ask);
+    // The server did not come whole (it is larger than the budget) ...
+    assert!(
+        selection
+            .tools
+            .iter()
+            .all(|t| !matches!(&t.reasons[0], Reason::Unit { .. })),
+        "{:?}",
+        selection.keys().collect::<Vec<_>>()
+    );
+    // ... but its best tools fill the budget, past the turn's own limit.
+    let linalg = selection
+        .keys()
+        .filter(|k| k.starts_with("linalg/"))
+        .count();
+    assert!(
+        linalg > policy.max_turn_tools,
+        "{linalg} tools of linalg, the turn's own limit {}: {:?}",
+        policy.max_turn_tools,
+        selection.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        selection.tokens <= budget,
+        "{} > {budget}",
+        selection.tokens
+    );
+    let largest = selection.tools.iter().map(|t| t.tokens).max().unwrap_or(0);
+    assert!(
+        selection.tokens + largest > budget,
+        "the budget is spent: {} of {budget}",
+        selection.tokens
+    );
+    // Those past the turn's own tools say they came by the message's ranking.
+    let last = selection.tools.last().expect("tools");
+    assert_eq!(last.channel, Channel::Message);
+    assert!(
+        matches!(last.reasons[0], Reason::Retrieved { .. }),
+        "{:?}",
+        last.reasons
+    );
+    // What the budget could not hold is reported as the budget's.
+    assert!(
+        selection
+            .dropped
+            .iter()
+            .filter(|d| d.key.starts_with("linalg/"))
+            .all(|d| matches!(d.reason, DropReason::TokenBudget { .. })),
+        "{:?}",
+        selection.dropped
+    );
+}

@@ -20,8 +20,8 @@
 //!    its best few tools join the turn's own, in front of the rest
 //!    ([a turn's channels](#a-turns-channels)).
 //! 6. **The request's size** ([`RequestPolicy`]): a request of several asks gets a budget in
-//!    tokens that follows it, and the servers it needs, whole when they fit
-//!    ([servers as units](#servers-as-units)).
+//!    tokens that follows it, and the servers it needs, whole when they fit, then the
+//!    message's ranking to the budget ([servers as units](#servers-as-units)).
 //! 7. **Companions** ([`CompanionPolicy`]): the turn's tools bring the tools they need first,
 //!    declared or learned from the agent's calls ([companions](#companions)).
 //! 8. **The list across turns**: last turn's list is carried on and the turn's new tools are
@@ -88,7 +88,8 @@
 //! skills with no text of their own are scored by their best tool in the message's ranking:
 //! those the request clearly needs come whole when they fit ([`Reason::Unit`]); one too large
 //! for what is left gives its place to the next, its best tools still coming by the message's
-//! own ranking. [`Selection::size`] says which way the list was sized
+//! own ranking, which fills what the units and the turn's own tools leave of the budget: a
+//! long task's list is as long as its budget. [`Selection::size`] says which way the list was sized
 //! ([`ListSize`]). A message of one ask, or a catalog whose skills all have text, is sized by
 //! the tool limits as before. With hybrid retrieval, a message longer than [`GIST_WORDS`]
 //! words is embedded as its [`gist`] (its first content words), which keeps a 2,000-character

@@ -249,8 +249,9 @@ impl MessagePolicy {
 /// How a request of several asks sizes its list ([`asks`](super::asks())): a budget in tokens
 /// that follows the request, `tokens_per_ask` for each ask, at most `max_tokens`; and the
 /// skills with no text of their own (MCP servers) that it needs, found by their tools' text
-/// and sent whole when they fit ([units](super#servers-as-units)). A message of one ask is
-/// sized by the tool limits alone, as before.
+/// and sent whole when they fit, then the message's ranking to the budget
+/// ([units](super#servers-as-units)). A message of one ask is sized by the tool limits alone,
+/// as before.
 ///
 /// ```
 /// use capstore::context::RequestPolicy;
@@ -269,7 +270,8 @@ pub struct RequestPolicy {
     pub max_tokens: usize,
     /// The budget each ask of a request adds. Default 600 (three or four tools).
     pub tokens_per_ask: usize,
-    /// How deep the message's ranking is read for its units. Default 60.
+    /// How deep the message's ranking is read for its units and for what fills the rest of
+    /// the budget. Default 60.
     pub depth: usize,
     /// Units scoring at least this fraction of the best unit's score come. Default 0.5.
     pub min_relative_score: f32,

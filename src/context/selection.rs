@@ -642,8 +642,9 @@ pub enum ListSize {
         /// The list's tools at most (`max_tools`).
         max_tools: usize,
     },
-    /// Sized by the request: its units came within a budget of `per_ask` tokens an ask, at
-    /// most `ceiling` ([`RequestPolicy`](super::RequestPolicy)).
+    /// Sized by the request: its units, its own tools and then the message's ranking fill a
+    /// budget of `per_ask` tokens an ask, at most `ceiling`
+    /// ([`RequestPolicy`](super::RequestPolicy)).
     Request {
         /// The request's asks.
         asks: usize,

@@ -21,10 +21,19 @@
 //! caller's ceiling); pinned tools, names written in the message and the asks' best tools are
 //! never cut, and the turn's other tools fill what is left.
 //!
+//! What the units and the turn's own tools leave of the budget, the message's ranking fills,
+//! best first: a task whose servers are too large to come whole (a medical calculator of 30
+//! tools, a research server of 15,000 tokens) gets as many of their best tools as its budget
+//! holds, where the turn's own limit (`max_turn_tools`) stopped it at 11. MCP-Bench at 4,000
+//! tokens, recall / every tool sent / tokens a turn: lexical 72.9 / 57.7 / 3,288 → 76.3 /
+//! 59.6 / 3,976, hybrid 75.8 / 59.6 / 2,846 → 78.1 / 59.6 / 3,979 (BENCHMARKS.md, "Whole
+//! requests"). A long request's list is as long as its budget, which the caller caps.
+//!
 //! A skill with text of its own (a catalog's skill with a description) is matched by the
 //! skills' search as before, and a message of one ask gets the list it always had: this step
 //! adds nothing there. Cost: one BM25 search of the message `request.depth` deep and a pass
-//! over the skills of the tools it ranks, for requests of several asks only.
+//! over the skills of the tools it ranks, for requests of several asks only (the fill reads the
+//! same ranking).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,6 +54,16 @@ use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, Reasons, 
 /// A unit's tools that the message's ranking holds, with their relative scores, best first.
 type Ranked<'a> = Vec<(&'a Arc<str>, f32)>;
 
+/// What a request's budget is spent on besides the turn's own tools: what
+/// [`ContextBuilder::unit_channel`] returns.
+pub(super) struct RequestTools {
+    /// The units' tools, unit by unit, the best unit first.
+    pub units: Vec<SelectedTool>,
+    /// The message's ranking's other tools, best first: they fill what the units and the
+    /// turn's own tools leave of the budget.
+    pub ranked: Vec<SelectedTool>,
+}
+
 /// What the units are found by: the message's own query (the message and its hints' terms),
 /// its words, and hybrid retrieval's nearest tool vectors to it.
 pub(super) struct MessageView<'q, 'a> {
@@ -61,28 +80,32 @@ fn has_no_text(skill: &Skill) -> bool {
 
 impl ContextBuilder {
     /// The tools of the units (skills with no text of their own) a request needs, within
-    /// `budget` tokens, unit by unit, the best unit first ([the module's docs](self)); `None`
-    /// for a catalog whose skills all have text (it has no units, and no search is made).
+    /// `budget` tokens, unit by unit, the best unit first, and the rest of the message's
+    /// ranking ([the module's docs](self)); `None` for a catalog whose skills all have text
+    /// (it has no units, and no search is made).
     pub(super) fn unit_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
         message: &MessageView<'_, 'a>,
         budget: usize,
         tools_table: RowLookup<'a, Tool>,
-    ) -> Result<Option<Vec<SelectedTool>>, SelectError> {
+    ) -> Result<Option<RequestTools>, SelectError> {
         let p = self.policy();
         let r = &p.request;
         if !snapshot.iter(&SKILLS)?.records().any(has_no_text) {
             return Ok(None);
         }
         if budget == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Some(RequestTools {
+                units: Vec::new(),
+                ranked: Vec::new(),
+            }));
         }
-        // The message's ranking, `depth` deep: (tool, score relative to the best).
+        // The message's ranking, `depth` deep: (tool, score relative to the best, why).
         let hashed = HashedQuery::new(message.terms);
         let (hits, _filtered) = self.search_tools(snapshot, message.terms, &hashed, r.depth)?;
         drop(hashed);
-        let ranking: Ranked<'a> = match (p.retrieval, message.dense) {
+        let ranking: Vec<(&'a Arc<str>, f32, Reason)> = match (p.retrieval, message.dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => {
                 let hybrid = HybridPolicy {
                     depth: hybrid.depth.max(r.depth),
@@ -92,19 +115,34 @@ impl ContextBuilder {
                 let best = fused.first().map_or(0.0, |h| h.score);
                 fused
                     .iter()
-                    .map(|h| (h.key, relative_score(h.score, best)))
+                    .map(|h| {
+                        let why = Reason::Hybrid {
+                            score: h.score,
+                            bm25: h.bm25,
+                            cosine: h.cosine,
+                            lexical_weight: h.lexical_weight,
+                            explanation: None,
+                        };
+                        (h.key, relative_score(h.score, best), why)
+                    })
                     .collect()
             }
             _ => {
                 let best = hits.first().map_or(0.0, |h| h.score);
                 hits.iter()
-                    .map(|h| (h.key, relative_score(h.score, best)))
+                    .map(|h| {
+                        let why = Reason::Retrieved {
+                            score: h.score,
+                            explanation: None,
+                        };
+                        (h.key, relative_score(h.score, best), why)
+                    })
                     .collect()
             }
         };
         // Each textless skill's ranked tools, best first.
         let mut scored: HashMap<&'a str, Ranked<'a>> = HashMap::new();
-        for &(key, score) in &ranking {
+        for &(key, score, _) in &ranking {
             let Some(entry) = tools_table.entry(key) else {
                 continue;
             };
@@ -176,7 +214,27 @@ impl ContextBuilder {
                 })
             }));
         }
-        Ok(Some(units))
+        // The rest of the ranking, for what the units and the turn's own tools leave.
+        let ranked = ranking
+            .into_iter()
+            .filter(|(key, _, _)| !units.iter().any(|t| t.key == **key))
+            .filter_map(|(key, score, why)| {
+                let entry = tools_table.entry(key)?;
+                if self.tag_filter(entry.record).is_some() {
+                    return None;
+                }
+                Some(SelectedTool {
+                    key: Arc::clone(entry.key),
+                    tokens: estimate_tokens(entry.record),
+                    tool: entry.shared()?,
+                    rank: 0,
+                    score,
+                    reasons: Reasons::one(why),
+                    channel: Channel::Message,
+                })
+            })
+            .collect();
+        Ok(Some(RequestTools { units, ranked }))
     }
 }
 
@@ -192,8 +250,9 @@ impl ContextBuilder {
     /// asks: for a message of one ask, or over a catalog with no units (every skill has
     /// text), as they are ([`ListSize::Tools`]); otherwise the tools that are never cut
     /// (pinned, named, found, the asks' best), then the units' tools, then the rest of
-    /// `needed`, within the request's budget ([`ListSize::Request`]); those the budget cuts
-    /// go to `dropped`.
+    /// `needed`, within the request's budget ([`ListSize::Request`]), those the budget cuts
+    /// going to `dropped`; and what is left of the budget, the message's ranking fills, best
+    /// first.
     pub(super) fn size_for_request<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -220,7 +279,7 @@ impl ContextBuilder {
         let kept: usize = needed.iter().filter(|t| never_cut(t)).map(cost).sum();
         let units =
             self.unit_channel(snapshot, message, budget.saturating_sub(kept), tools_table)?;
-        let Some(units) = units else {
+        let Some(RequestTools { units, ranked }) = units else {
             return Ok(as_they_are(needed));
         };
         let (mut tools, rest): (Vec<SelectedTool>, Vec<SelectedTool>) =
@@ -240,6 +299,26 @@ impl ContextBuilder {
                     },
                     candidate: tool.reasons,
                 });
+                continue;
+            }
+            used += needs;
+            tools.push(tool);
+        }
+        // A request whose servers are too large to come whole gets as many of its best tools
+        // as its budget holds, not only the turn's own few.
+        for tool in ranked {
+            if tools.iter().any(|t| t.key == tool.key) {
+                continue;
+            }
+            let needs = cost(&tool);
+            if used + needs > budget {
+                // A near miss of the turn's limit that the budget would not hold either.
+                if let Some(near) = dropped.iter_mut().find(|d| d.key == tool.key) {
+                    near.reason = DropReason::TokenBudget {
+                        needed: needs,
+                        remaining: budget - used,
+                    };
+                }
                 continue;
             }
             used += needs;
