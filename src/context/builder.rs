@@ -26,14 +26,13 @@ use super::error::SelectError;
 use super::hints::HintMatcher;
 use super::hybrid::{FusedHit, fuse, turn_vectors};
 use super::policy::{NoMatch, PolicyError, Retrieval, SelectionPolicy};
-use super::query::{exact_mentions, weighted_terms, weighted_texts};
+use super::query::{MessageView, exact_mentions, weighted_terms, weighted_texts};
 use super::query_terms::BorrowedTerms;
 use super::selection::{
     Channel, DropReason, Dropped, MatchedSkill, Reason, Reasons, SelectedTool, Selection,
     SkillMatch,
 };
 use super::turn::Turn;
-use super::units::{MessageView, Sized};
 
 /// Chooses, for each turn, the tool definitions to send to the model.
 ///
@@ -284,7 +283,7 @@ impl ContextBuilder {
             words,
             dense: dense.as_deref(),
         };
-        let Sized { tools, size } = self.size_for_request(
+        let (tools, size) = self.size_for_request(
             snapshot,
             &view,
             ask_count,

@@ -1,6 +1,7 @@
 //! Turning a turn into weighted query terms, and finding tool names written in the message.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use crate::Tool;
 use crate::bm25::{KEEP_UP_TO, put_back, take_from};
@@ -11,6 +12,16 @@ use super::hints::HintMatcher;
 use super::policy::SelectionPolicy;
 use super::query_terms::QueryTerms;
 use super::turn::Turn;
+
+/// What a request's units are found by ([`units`](super::units)): the message's own query
+/// (the message and its hints' terms), its words, and hybrid retrieval's nearest tool vectors
+/// to it.
+pub(super) struct MessageView<'q, 'a> {
+    pub terms: &'q [(&'q str, f32)],
+    /// The message's words, which only hybrid fusion reads: counted with `dense` only.
+    pub words: usize,
+    pub dense: Option<&'q [(&'a Arc<str>, f32)]>,
+}
 
 /// The texts that feed the query, each with its weight: the message (1) and the terms its
 /// hints add ([`HintPolicy`](super::HintPolicy)), earlier user messages and their hints

@@ -49,6 +49,7 @@ use super::candidates::relative_score;
 use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::{HybridPolicy, Retrieval};
+use super::query::MessageView;
 use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, Reasons, SelectedTool};
 
 /// A unit's tools that the message's ranking holds, with their relative scores, best first.
@@ -62,15 +63,6 @@ pub(super) struct RequestTools {
     /// The message's ranking's other tools, best first: they fill what the units and the
     /// turn's own tools leave of the budget.
     pub ranked: Vec<SelectedTool>,
-}
-
-/// What the units are found by: the message's own query (the message and its hints' terms),
-/// its words, and hybrid retrieval's nearest tool vectors to it.
-pub(super) struct MessageView<'q, 'a> {
-    pub terms: &'q [(&'q str, f32)],
-    /// The message's words, which only hybrid fusion reads: counted with `dense` only.
-    pub words: usize,
-    pub dense: Option<&'q [(&'a Arc<str>, f32)]>,
 }
 
 /// Whether `skill` has no text of its own for the skills' search to match (an MCP server's).
@@ -238,13 +230,6 @@ impl ContextBuilder {
     }
 }
 
-/// The turn's own tools, sized for the request, and why the list has that size: what
-/// [`ContextBuilder::size_for_request`] returns.
-pub(super) struct Sized {
-    pub tools: Vec<SelectedTool>,
-    pub size: ListSize,
-}
-
 impl ContextBuilder {
     /// The turn's own tools (`needed`, from the merged channels) sized for a request of `asks`
     /// asks: for a message of one ask, or over a catalog with no units (every skill has
@@ -252,7 +237,7 @@ impl ContextBuilder {
     /// (pinned, named, found, the asks' best), then the units' tools, then the rest of
     /// `needed`, within the request's budget ([`ListSize::Request`]), those the budget cuts
     /// going to `dropped`; and what is left of the budget, the message's ranking fills, best
-    /// first.
+    /// first. Returns the tools and why the list has that size.
     pub(super) fn size_for_request<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -261,15 +246,15 @@ impl ContextBuilder {
         needed: Vec<SelectedTool>,
         tools_table: RowLookup<'a, Tool>,
         dropped: &mut Vec<Dropped>,
-    ) -> Result<Sized, SelectError> {
+    ) -> Result<(Vec<SelectedTool>, ListSize), SelectError> {
         let p = self.policy();
-        let as_they_are = |tools| Sized {
-            tools,
-            size: ListSize::Tools {
+        let as_they_are = |tools| {
+            let size = ListSize::Tools {
                 asks,
                 turn_tools: self.own_tools(),
                 max_tools: p.max_tools,
-            },
+            };
+            (tools, size)
         };
         let budget = p.request.budget(asks);
         if budget == 0 {
@@ -328,15 +313,13 @@ impl ContextBuilder {
         for (rank, tool) in tools.iter_mut().enumerate() {
             tool.rank = rank;
         }
-        Ok(Sized {
-            tools,
-            size: ListSize::Request {
-                asks,
-                budget,
-                per_ask: p.request.tokens_per_ask,
-                ceiling: p.request.max_tokens,
-            },
-        })
+        let size = ListSize::Request {
+            asks,
+            budget,
+            per_ask: p.request.tokens_per_ask,
+            ceiling: p.request.max_tokens,
+        };
+        Ok((tools, size))
     }
 }
 
