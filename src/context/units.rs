@@ -22,7 +22,7 @@
 //! never cut, and the turn's other tools fill what is left.
 //!
 //! What the units and the turn's own tools leave of the budget, the message's ranking fills,
-//! best first: a task whose servers are too large to come whole (a medical calculator of 30
+//! best first: a task whose servers are too large to come whole (a medical calculator of 22
 //! tools, a research server of 15,000 tokens) gets as many of their best tools as its budget
 //! holds, where the turn's own limit (`max_turn_tools`) stopped it at 11. MCP-Bench at 4,000
 //! tokens, recall / every tool sent / tokens a turn: lexical 72.9 / 57.7 / 3,288 → 76.3 /
