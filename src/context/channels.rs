@@ -111,15 +111,8 @@ impl ContextBuilder {
             .into_iter()
             .filter_map(|(key, score, reason)| {
                 let entry = tools_table.entry(key)?;
-                Some(SelectedTool {
-                    key: Arc::clone(entry.key),
-                    tokens: self.tokens_of(entry.record),
-                    tool: entry.shared()?,
-                    rank: 0,
-                    score,
-                    reasons: Reasons::one(reason),
-                    channel: Channel::Message,
-                })
+                let tokens = self.tokens_of(entry.record);
+                SelectedTool::unranked(&entry, tokens, score, reason, Channel::Message)
             })
             .collect();
         Ok(tools)
@@ -221,23 +214,21 @@ impl ContextBuilder {
                 let Some(entry) = tools_table.entry(key) else {
                     continue;
                 };
-                let Some(tool) = entry.shared() else {
-                    continue;
+                let why = Reason::Ask {
+                    ask: Arc::clone(&text),
+                    position: ask.position,
+                    score,
+                    cosine,
                 };
-                out.push(SelectedTool {
-                    key: Arc::clone(entry.key),
-                    tokens: self.tokens_of(entry.record),
-                    tool,
-                    rank: 0,
-                    score: relative_score(score, best),
-                    reasons: Reasons::one(Reason::Ask {
-                        ask: Arc::clone(&text),
-                        position: ask.position,
-                        score,
-                        cosine,
-                    }),
-                    channel: Channel::Message,
-                });
+                let tokens = self.tokens_of(entry.record);
+                let relative = relative_score(score, best);
+                out.extend(SelectedTool::unranked(
+                    &entry,
+                    tokens,
+                    relative,
+                    why,
+                    Channel::Message,
+                ));
             }
         }
         Ok(out)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 
 use crate::Tool;
+use crate::store::Entry;
 
 use super::query_terms::QueryTerms;
 use crate::bm25::Explanation;
@@ -528,6 +529,26 @@ pub struct SelectedTool {
 }
 
 impl SelectedTool {
+    /// The snapshot's tool `entry`, offered for the turn by one reason, not ranked yet; `None`
+    /// if its row holds no tool.
+    pub(super) fn unranked(
+        entry: &Entry<'_, Tool>,
+        tokens: usize,
+        score: f32,
+        why: Reason,
+        channel: Channel,
+    ) -> Option<SelectedTool> {
+        Some(SelectedTool {
+            key: Arc::clone(entry.key),
+            tool: entry.shared()?,
+            rank: 0,
+            score,
+            reasons: Reasons::one(why),
+            channel,
+            tokens,
+        })
+    }
+
     /// Whether it is sent only because earlier turns brought it (kept from the last turn's
     /// list, or recently used), not for anything in this turn. A
     /// [`Conversation`](super::Conversation) counts how long a tool has been carried: the

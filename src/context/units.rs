@@ -50,7 +50,7 @@ use super::error::SelectError;
 use super::hybrid::fuse;
 use super::policy::{HybridPolicy, Retrieval};
 use super::query::MessageView;
-use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, Reasons, SelectedTool};
+use super::selection::{Channel, DropReason, Dropped, ListSize, Reason, SelectedTool};
 
 /// A unit's tools that the message's ranking holds, with their relative scores, best first.
 type Ranked<'a> = Vec<(&'a Arc<str>, f32)>;
@@ -195,15 +195,8 @@ impl ContextBuilder {
                 score,
             };
             units.extend(all.into_iter().filter_map(|(entry, score)| {
-                Some(SelectedTool {
-                    key: Arc::clone(entry.key),
-                    tokens: estimate_tokens(entry.record),
-                    tool: entry.shared()?,
-                    rank: 0,
-                    score,
-                    reasons: Reasons::one(reason.clone()),
-                    channel: Channel::Skill,
-                })
+                let tokens = estimate_tokens(entry.record);
+                SelectedTool::unranked(&entry, tokens, score, reason.clone(), Channel::Skill)
             }));
         }
         // The rest of the ranking, for what the units and the turn's own tools leave.
@@ -215,15 +208,8 @@ impl ContextBuilder {
                 if self.tag_filter(entry.record).is_some() {
                     return None;
                 }
-                Some(SelectedTool {
-                    key: Arc::clone(entry.key),
-                    tokens: estimate_tokens(entry.record),
-                    tool: entry.shared()?,
-                    rank: 0,
-                    score,
-                    reasons: Reasons::one(why),
-                    channel: Channel::Message,
-                })
+                let tokens = estimate_tokens(entry.record);
+                SelectedTool::unranked(&entry, tokens, score, why, Channel::Message)
             })
             .collect();
         Ok(Some(RequestTools { units, ranked }))
