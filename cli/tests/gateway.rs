@@ -565,7 +565,8 @@ fn the_gateway_learns_what_is_called_together_and_keeps_it() {
             .contains("f/echo (before it, in 2 of its 2 turns)"),
         "{answer}"
     );
-    assert!(gateway.stderr().contains("usage: "), "{}", gateway.stderr());
+    let stderr = gateway.stderr_once_it_holds("usage: ", Duration::from_secs(10));
+    assert!(stderr.contains("usage: "), "{stderr}");
     let listed = Command::new(env!("CARGO_BIN_EXE_capstore"))
         .args(["usage", "--mcp-config"])
         .arg(&config)

@@ -105,6 +105,20 @@ impl GatewayProcess {
             .clone()
     }
 
+    /// Its stderr once it holds `needle`, or as it is after `within`. A line the gateway wrote
+    /// before an answer may still be in the pipe when the answer arrives: stderr is read by a
+    /// thread of its own.
+    pub fn stderr_once_it_holds(&self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let text = self.stderr();
+            if text.contains(needle) || Instant::now() >= deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Writes one message.
     pub fn send(&mut self, message: &Value) {
         self.send_line(&message.to_string());
