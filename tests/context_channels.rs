@@ -313,6 +313,40 @@ fn each_ask_of_a_message_brings_its_best_tool_at_the_tail() {
     assert_eq!(a.tools, b.tools);
 }
 
+/// Two asks name two things: when two asks rank one tool first ("run the linter" and "commit
+/// it all as 'lint + fmt'" both rank the linter first, by "lint"), the ask that loses less by
+/// going on to its next tool does, and the commit ask brings the commit.
+#[test]
+fn an_ask_whose_best_another_ask_has_brings_its_next() {
+    let (store, policy) = bundled();
+    let snap = store.snapshot();
+    let builder = ContextBuilder::with_policy(policy).expect("valid");
+    let message =
+        r#"run the linter with autofix, format everything, then commit it all as "lint + fmt""#;
+    let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+    let commit = selection
+        .tools
+        .iter()
+        .find(|t| &*t.key == "git/git_commit")
+        .unwrap_or_else(|| panic!("{:?}", selection.keys().collect::<Vec<_>>()));
+    assert!(
+        matches!(&commit.reasons[0], Reason::Ask { ask, .. } if ask.starts_with("commit it all")),
+        "{:?}",
+        commit.reasons
+    );
+    assert_eq!(commit.channel, Channel::Message);
+    // The commit ask alone ranks the linter first: it is the ask, not the search, that moved.
+    let alone = builder
+        .select(&snap, &Turn::new(r#"commit it all as "lint + fmt""#))
+        .expect("select");
+    let first = alone
+        .tools
+        .iter()
+        .find(|t| !matches!(t.reasons[0], Reason::Pinned))
+        .expect("a searched tool");
+    assert_eq!(&*first.key, "code/run_linter");
+}
+
 /// Servers as units: in a request of several asks, a skill with no text of its own (an MCP
 /// server) that the message's ranking needs comes whole when it fits the request's budget,
 /// and the selection says why its list has the size it has; a message of one ask is sized by

@@ -151,9 +151,11 @@ impl ContextBuilder {
     /// its best tool joins, with those after it up to `message.per_ask` that score within
     /// `message.min_relative_score` of it, if the ask's evidence is as clear as the message
     /// channel asks of a message (`message.min_evidence`, its best BM25 score per word; in
-    /// hybrid retrieval, or its nearest tool's cosine `message.min_cosine`). In the asks'
-    /// order, each tool once; empty unless [`Self::searches_asks`]. Labelled
-    /// [`Channel::Message`], with a [`Reason::Ask`] that names the ask.
+    /// hybrid retrieval, or its nearest tool's cosine `message.min_cosine`). No tool counts
+    /// for two asks: an ask whose best another ask claims more strongly brings its next within
+    /// that bar ([`distinct_picks`]). In the asks' order, each tool once; empty unless
+    /// [`Self::searches_asks`]. Labelled [`Channel::Message`], with a [`Reason::Ask`] that
+    /// names the ask.
     pub(super) fn ask_channel<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -171,8 +173,12 @@ impl ContextBuilder {
             Retrieval::Hybrid(hybrid) if dense.len() == asks.len() => Some(hybrid),
             _ => None,
         };
-        let depth = hybrid.map_or(m.per_ask, |h| h.depth.max(m.per_ask));
-        let mut out: Vec<SelectedTool> = Vec::new();
+        // An ask may cede its best to another ask (below): each ranks enough to go on.
+        let wanted = m.per_ask * asks.len();
+        let depth = hybrid.map_or(wanted, |h| h.depth.max(wanted));
+        // Each ask's ranking, (tool, score, cosine) best first, within
+        // `message.min_relative_score` of its best; empty for an ask of too little evidence.
+        let mut rankings: Vec<Vec<AskHit<'a>>> = Vec::new();
         for (i, (ask, texts)) in asks.iter().zip(ask_texts).enumerate() {
             // The ask with what its hints add ("email her" a sent email), as the message.
             let query = weighted_terms(snapshot, &TOOLS, texts)?;
@@ -183,34 +189,36 @@ impl ContextBuilder {
             let words = word_count(ask.text).max(1);
             let best_bm25 = hits.first().map_or(0.0, |h| h.score);
             let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
-            // (tool, score, cosine), best first.
-            let ranked: Vec<(&'a Arc<str>, f32, Option<f32>)> = match (hybrid, dense.get(i)) {
+            let mut ranked: Vec<AskHit<'a>> = match (hybrid, dense.get(i)) {
                 (Some(policy), Some(nearest)) => {
                     let cosine = nearest.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
                     if !lexical_evidence && cosine < m.min_cosine {
-                        continue;
+                        Vec::new()
+                    } else {
+                        fuse(&hits, nearest.clone(), words, &policy, wanted)
+                            .iter()
+                            .map(|h| (h.key, h.score, h.cosine))
+                            .collect()
                     }
-                    fuse(&hits, nearest.clone(), words, &policy, m.per_ask)
-                        .iter()
-                        .map(|h| (h.key, h.score, h.cosine))
-                        .collect()
                 }
                 _ if lexical_evidence => hits
                     .iter()
-                    .take(m.per_ask)
+                    .take(wanted)
                     .map(|h| (h.key, h.score, None))
                     .collect(),
-                _ => continue,
+                _ => Vec::new(),
             };
             let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
+            ranked.retain(|&(_, score, _)| score >= m.min_relative_score * best);
+            rankings.push(ranked);
+        }
+        let picks = distinct_picks(&rankings, m.per_ask);
+        let mut out: Vec<SelectedTool> = Vec::new();
+        for ((ask, ranked), picked) in asks.iter().zip(&rankings).zip(picks) {
+            let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
             let text: Arc<str> = Arc::from(ask.text);
-            for (key, score, cosine) in ranked {
-                if score < m.min_relative_score * best {
-                    break;
-                }
-                if out.iter().any(|t| t.key == *key) {
-                    continue;
-                }
+            for at in picked {
+                let (key, score, cosine) = ranked[at];
                 let Some(entry) = tools_table.entry(key) else {
                     continue;
                 };
@@ -357,5 +365,83 @@ fn channel_of(reasons: &Reasons, reads_history: bool) -> Channel {
         _ if reads_history => Channel::Conversation,
         Some(Reason::Skill { .. } | Reason::DependencyOf { .. }) => Channel::Skill,
         _ => Channel::Message,
+    }
+}
+
+/// One tool of an ask's ranking: the tool, its score and (in hybrid retrieval) its cosine.
+type AskHit<'a> = (&'a Arc<str>, f32, Option<f32>);
+
+/// Which tools each ask brings, given each ask's ranking (tool first, its score second; best
+/// first, all within the bar): up to `per_ask` an ask, no tool for two asks. Two asks name two
+/// things, so when two rank the same tool first ("run the linter" and "commit it all as
+/// 'lint + fmt'" both rank the linter first), the one that loses less by going on to its next
+/// tool (the smaller drop in relative score) does. Greedy: the strongest claim first (the
+/// highest relative score, then the largest drop to the ask's next free tool, then the
+/// earlier ask), which leaves the result independent of the asks' order but for exact ties.
+/// Returns, for each ask, the positions of its picks in its ranking, best first.
+fn distinct_picks<K: PartialEq, E>(
+    rankings: &[Vec<(K, f32, E)>],
+    per_ask: usize,
+) -> Vec<Vec<usize>> {
+    let mut picks: Vec<Vec<usize>> = vec![Vec::new(); rankings.len()];
+    let mut claimed: Vec<&K> = Vec::new();
+    loop {
+        // (ask, position, relative score, drop to the ask's next free tool)
+        let mut strongest: Option<(usize, usize, f32, f32)> = None;
+        for (a, ranked) in rankings.iter().enumerate() {
+            if picks[a].len() >= per_ask {
+                continue;
+            }
+            let best = ranked.first().map_or(0.0, |r| r.1);
+            let mut free = (0..ranked.len()).filter(|&i| !claimed.contains(&&ranked[i].0));
+            let Some(at) = free.next() else {
+                continue;
+            };
+            let score = relative_score(ranked[at].1, best);
+            let drop = score
+                - free
+                    .next()
+                    .map_or(0.0, |i| relative_score(ranked[i].1, best));
+            if strongest.is_none_or(|(_, _, s, d)| (score, drop) > (s, d)) {
+                strongest = Some((a, at, score, drop));
+            }
+        }
+        let Some((a, at, ..)) = strongest else {
+            return picks;
+        };
+        claimed.push(&rankings[a][at].0);
+        picks[a].push(at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distinct_picks;
+
+    #[test]
+    fn an_ask_cedes_a_shared_best_when_it_loses_less() {
+        // "run the linter with autofix" / "then commit it all as 'lint + fmt'"
+        let lint = vec![("linter", 17.9, ()), ("tests", 3.5, ())];
+        let commit = vec![("linter", 6.2, ()), ("commit", 5.5, ())];
+        assert_eq!(
+            distinct_picks(&[lint.clone(), commit.clone()], 1),
+            [vec![0], vec![1]]
+        );
+        // The asks' order does not decide it.
+        assert_eq!(distinct_picks(&[commit, lint], 1), [vec![1], vec![0]]);
+    }
+
+    #[test]
+    fn distinct_bests_are_kept_and_an_ask_with_nothing_free_brings_nothing() {
+        let a = vec![("refund", 8.0, ()), ("charges", 7.0, ())];
+        let b = vec![("send", 4.0, ())];
+        let c = vec![("send", 2.0, ())];
+        assert_eq!(
+            distinct_picks(&[a.clone(), b.clone()], 1),
+            [vec![0], vec![0]]
+        );
+        // b and c rank one tool each, the same: one of them has it (b, the earlier, on a tie).
+        assert_eq!(distinct_picks(&[b, c], 1), [vec![0], vec![]]);
+        assert_eq!(distinct_picks(&[a], 2), [vec![0, 1]]);
     }
 }

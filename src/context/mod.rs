@@ -63,7 +63,9 @@
 //! So in a message of two asks or more, each is searched alone too (BM25), and its best tool
 //! (with up to `message.per_ask` in all, each within `message.min_relative_score` of it)
 //! joins the message's ([`Reason::Ask`], which names the ask) when the ask's evidence is as
-//! clear as the message channel asks (`message.min_evidence` a word); a matched skill's or the
+//! clear as the message channel asks (`message.min_evidence` a word). Two asks name two
+//! things: when two rank one tool first ("run the linter", "commit it all as 'lint + fmt'"),
+//! the ask that loses less by going on to its next brings that instead; a matched skill's or the
 //! conversation's other tools make room for them, never the other way round. A follow-up, and
 //! a message of more clauses than `message.max_asks`, is read by its sentences and lines only.
 //! In hybrid retrieval each ask is embedded too and its search fused with its nearest tool
