@@ -4,8 +4,9 @@
 //! function words; dropping them cuts a query's work about 5× and removes noise from the
 //! ranking. The list holds function words only (articles, pronouns, auxiliaries, prepositions,
 //! conjunctions, politeness), never domain words such as `get`, `list`, `file`, `search` or
-//! `new`, which name what tools do. `s` and `t` are the pieces identifier splitting leaves of
-//! English contractions and possessives (`user's`, `don't`).
+//! `new`, which name what tools do. `s`, `t`, `m`, `re`, `ve`, `ll` and `d` are the pieces identifier
+//! splitting leaves of English contractions and possessives (`user's`, `don't`, `I'm`,
+//! `we're`, `I've`, `I'll`, `I'd`).
 
 /// The stop words, lower-case and sorted (so that lookups can binary-search).
 ///
@@ -18,11 +19,11 @@
 /// ```
 pub const STOP_WORDS: &[&str] = &[
     "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
-    "by", "can", "could", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if",
-    "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "please",
-    "s", "should", "so", "some", "such", "t", "than", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where",
-    "which", "who", "will", "with", "would", "you", "your",
+    "by", "can", "could", "d", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if",
+    "in", "into", "is", "it", "its", "ll", "m", "me", "my", "no", "not", "of", "on", "or", "our",
+    "please", "re", "s", "should", "so", "some", "such", "t", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "ve", "was", "we", "were",
+    "what", "when", "where", "which", "who", "will", "with", "would", "you", "your",
 ];
 
 /// `word`'s first 8 bytes, big-endian, zero-padded: for words of at most 8 non-zero bytes this
