@@ -17,7 +17,7 @@ use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
 use super::hybrid::fuse;
-use super::policy::Retrieval;
+use super::policy::{HybridPolicy, Retrieval};
 use super::query::{push_with_hints, weighted_terms};
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
 use super::turn::Turn;
@@ -175,42 +175,10 @@ impl ContextBuilder {
         };
         // An ask may cede its best to another ask (below): each ranks enough to go on.
         let wanted = m.per_ask * asks.len();
-        let depth = hybrid.map_or(wanted, |h| h.depth.max(wanted));
-        // Each ask's ranking, (tool, score, cosine) best first, within
-        // `message.min_relative_score` of its best; empty for an ask of too little evidence.
-        let mut rankings: Vec<Vec<AskHit<'a>>> = Vec::new();
+        let mut rankings: Vec<Vec<AskHit<'a>>> = Vec::with_capacity(asks.len());
         for (i, (ask, texts)) in asks.iter().zip(ask_texts).enumerate() {
-            // The ask with what its hints add ("email her" a sent email), as the message.
-            let query = weighted_terms(snapshot, &TOOLS, texts)?;
-            let terms: Vec<(&str, f32)> = query.iter().collect();
-            let hashed = HashedQuery::new(&terms);
-            let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
-            drop(hashed);
-            let words = word_count(ask.text).max(1);
-            let best_bm25 = hits.first().map_or(0.0, |h| h.score);
-            let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
-            let mut ranked: Vec<AskHit<'a>> = match (hybrid, dense.get(i)) {
-                (Some(policy), Some(nearest)) => {
-                    let cosine = nearest.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
-                    if !lexical_evidence && cosine < m.min_cosine {
-                        Vec::new()
-                    } else {
-                        fuse(&hits, nearest.clone(), words, &policy, wanted)
-                            .iter()
-                            .map(|h| (h.key, h.score, h.cosine))
-                            .collect()
-                    }
-                }
-                _ if lexical_evidence => hits
-                    .iter()
-                    .take(wanted)
-                    .map(|h| (h.key, h.score, None))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
-            ranked.retain(|&(_, score, _)| score >= m.min_relative_score * best);
-            rankings.push(ranked);
+            let nearest = hybrid.zip(dense.get(i).map(Vec::as_slice));
+            rankings.push(self.ask_ranking(snapshot, ask, texts, nearest, wanted)?);
         }
         let picks = distinct_picks(&rankings, m.per_ask);
         let mut out: Vec<SelectedTool> = Vec::new();
@@ -218,7 +186,9 @@ impl ContextBuilder {
             let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
             let text: Arc<str> = Arc::from(ask.text);
             for at in picked {
-                let (key, score, cosine) = ranked[at];
+                let Some(&(key, score, cosine)) = ranked.get(at) else {
+                    continue;
+                };
                 let Some(entry) = tools_table.entry(key) else {
                     continue;
                 };
@@ -240,6 +210,53 @@ impl ContextBuilder {
             }
         }
         Ok(out)
+    }
+
+    /// One ask's ranking, (tool, score, cosine) best first, at most `wanted`, within
+    /// `message.min_relative_score` of its best: its BM25 search over `texts` (the ask with what
+    /// its hints add, "email her" a sent email, as the message), fused in hybrid retrieval with
+    /// its `nearest` tool vectors. Empty for an ask of too little evidence (its best BM25 score
+    /// a word under `message.min_evidence`, and in hybrid retrieval its nearest cosine under
+    /// `message.min_cosine`).
+    fn ask_ranking<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        ask: &Ask<'_>,
+        texts: &[(&str, f32)],
+        nearest: Option<(HybridPolicy, &[ToolCosine<'a>])>,
+        wanted: usize,
+    ) -> Result<Vec<AskHit<'a>>, SelectError> {
+        let m = &self.policy().message;
+        let depth = nearest.map_or(wanted, |(h, _)| h.depth.max(wanted));
+        let query = weighted_terms(snapshot, &TOOLS, texts)?;
+        let terms: Vec<(&str, f32)> = query.iter().collect();
+        let hashed = HashedQuery::new(&terms);
+        let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
+        drop(hashed);
+        let words = word_count(ask.text).max(1);
+        let best_bm25 = hits.first().map_or(0.0, |h| h.score);
+        let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
+        let mut ranked: Vec<AskHit<'a>> = match nearest {
+            Some((policy, nearest)) => {
+                let cosine = nearest.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
+                if !lexical_evidence && cosine < m.min_cosine {
+                    return Ok(Vec::new());
+                }
+                fuse(&hits, nearest.to_vec(), words, &policy, wanted)
+                    .iter()
+                    .map(|h| (h.key, h.score, h.cosine))
+                    .collect()
+            }
+            None if lexical_evidence => hits
+                .iter()
+                .take(wanted)
+                .map(|h| (h.key, h.score, None))
+                .collect(),
+            None => return Ok(Vec::new()),
+        };
+        let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
+        ranked.retain(|&(_, score, _)| score >= m.min_relative_score * best);
+        Ok(ranked)
     }
 
     /// The turn's own tools from its searches: the pinned ones, then the `message` channel's,
@@ -367,6 +384,9 @@ fn channel_of(reasons: &Reasons, reads_history: bool) -> Channel {
         _ => Channel::Message,
     }
 }
+
+/// A tool and its vector's cosine to an ask's, from the nearest tool vectors.
+type ToolCosine<'a> = (&'a Arc<str>, f32);
 
 /// One tool of an ask's ranking: the tool, its score and (in hybrid retrieval) its cosine.
 type AskHit<'a> = (&'a Arc<str>, f32, Option<f32>);
