@@ -690,7 +690,7 @@ impl CapstoreTool {
         executor: &Executor,
         export: &ToolExport,
         key: &str,
-        tool: &crate::Tool,
+        tool: &crate::tools::Tool,
         conversation: Option<Recorder>,
     ) -> Option<Self> {
         let name = ToolName::new(export_name(export, key, &tool.name)).ok()?;

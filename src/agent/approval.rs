@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::Tool;
+use crate::events::Ticket;
+use crate::tools::Tool;
 
 /// Which tools need a person's approval before they run. The default needs none; turn on
 /// [`destructive`](Self::destructive) for the usual set.
@@ -115,24 +116,6 @@ impl ApprovalPolicy {
         self.destructive_hint
             && hint("destructiveHint") == Some(true)
             && hint("readOnlyHint") != Some(true)
-    }
-}
-
-/// The handle of one call waiting for approval; unique within its [`Approvals`].
-///
-/// ```
-/// let ticket = capstore::agent::Ticket(7);
-/// assert_eq!(ticket.to_string(), "#7");
-/// assert_eq!(serde_json::to_string(&ticket)?, "7");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Ticket(pub u64);
-
-impl fmt::Display for Ticket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
     }
 }
 

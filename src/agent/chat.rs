@@ -300,7 +300,7 @@ impl Chat {
     /// the call, and the previous turn ended.
     ///
     /// See the [type's example](Self).
-    pub fn turn(&mut self, message: &str) -> crate::Result<ChatTurn> {
+    pub fn turn(&mut self, message: &str) -> crate::error::Result<ChatTurn> {
         self.end_turn()?;
         let snapshot = self.store.snapshot();
         let mut next = self.conversation.clone();
@@ -343,7 +343,7 @@ impl Chat {
     /// [`turn`](Self::turn), a call is checked against an empty selection.
     ///
     /// See the [type's example](Self).
-    pub async fn call(&mut self, name: &str, arguments: Value) -> crate::Result<ToolOutput> {
+    pub async fn call(&mut self, name: &str, arguments: Value) -> crate::error::Result<ToolOutput> {
         let (key, selected) = match &self.current {
             Some(current) => (
                 current.export.resolve(name).unwrap_or(name).to_string(),
@@ -372,7 +372,7 @@ impl Chat {
     /// dropped, the others counted).
     ///
     /// See the [type's example](Self).
-    pub fn finish(&mut self) -> crate::Result<()> {
+    pub fn finish(&mut self) -> crate::error::Result<()> {
         self.end_turn()?;
         if self.learn {
             self.queue.flush()?;
@@ -382,7 +382,7 @@ impl Chat {
 
     /// Ends the turn under way: its evidence queued when the chat learns (which writes the
     /// queue's batch when the turn fills it), dropped otherwise.
-    fn end_turn(&mut self) -> crate::Result<()> {
+    fn end_turn(&mut self) -> crate::error::Result<()> {
         let turn = self.usage.finish_turn();
         if self.learn {
             self.queue.push(turn)?;

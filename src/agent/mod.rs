@@ -58,7 +58,8 @@ mod record;
 mod run;
 mod suspend;
 
-pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision, Ticket};
+pub use crate::events::Ticket;
+pub use approval::{ApprovalError, ApprovalPolicy, Approvals, Decision};
 pub use chat::{Chat, ChatTurn, SentTool};
 pub use model::{
     Message, Model, ModelError, ModelErrorKind, ModelReply, ModelRequest, ModelToolCall,

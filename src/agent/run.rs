@@ -11,14 +11,14 @@ use crate::context::{
     ContextBuilder, Conversation, SEARCH_TOOLS, SelectError, Selection, all_tools, search_tools,
     search_tools_definition_for,
 };
-use crate::events::{Event, EventBus};
+use crate::events::{Event, EventBus, Ticket};
 use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tables::TOOLS;
 use crate::usage::{UsageQueue, UsageRecorder};
 
-use super::approval::{Approvals, Decision, Ticket, Verdict};
+use super::approval::{Approvals, Decision, Verdict};
 use super::model::{Message, Model, ModelError, ModelReply, ModelRequest};
 use super::suspend::{Gate, PendingCall, PendingTurn, TurnOutcome, TurnState, TurnStatus};
 

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::{Conversation, Selection};
+use crate::events::Ticket;
 
-use super::approval::{Ticket, Verdict, Waiting};
+use super::approval::{Verdict, Waiting};
 use super::model::{Message, ModelToolCall};
 
 /// How far a turn got: what it needs to go on.

@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 
 use crate::bm25::hash::StrState;
+use crate::skills::Skill;
 use crate::store::RecordError;
-use crate::{Skill, Tool};
+use crate::tools::Tool;
 
 use super::error::{CatalogError, CatalogErrorKind, pointer};
 use super::{Catalog, CatalogSkill};

@@ -2,9 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::skills::Skill;
 use crate::store::{Snapshot, Store};
 use crate::tables::{SKILLS, TOOLS};
-use crate::{Skill, Tool};
+use crate::tools::Tool;
 
 use super::check::check;
 use super::error::{CatalogError, CatalogErrorKind};

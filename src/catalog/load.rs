@@ -1,12 +1,12 @@
 //! Writing a checked catalog into a store: references resolved first, then one all-or-nothing
 //! group of writes.
 
-use crate::Tool;
 #[cfg(test)]
 use crate::skills::register_skill;
 use crate::skills::{SkillError, dependency_closure};
 use crate::store::{Snapshot, Store, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
+use crate::tools::Tool;
 
 use super::check::{Checked, ToolAt, check};
 use super::error::{CatalogError, CatalogErrorKind, pointer};
@@ -160,7 +160,7 @@ impl Catalog {
 
     /// Every tool with its place, in document order: the skills' bundled tools, then
     /// standalone.
-    pub(super) fn all_tools(&self) -> impl Iterator<Item = (ToolAt, &crate::Tool)> {
+    pub(super) fn all_tools(&self) -> impl Iterator<Item = (ToolAt, &crate::tools::Tool)> {
         let bundled = self.skills.iter().enumerate().flat_map(|(i, skill)| {
             skill
                 .tools

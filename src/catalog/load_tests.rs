@@ -7,9 +7,11 @@ use crate::catalog::check::check;
 use crate::catalog::load::{one_by_one, resolve, write};
 use crate::catalog::synthetic::{Spec, write_catalog};
 use crate::catalog::{Catalog, CatalogError, CatalogSkill};
+use crate::skills::Skill;
+use crate::store::Store;
 use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Table};
 use crate::tables::{SKILLS, TOOLS};
-use crate::{Skill, Store, Tool};
+use crate::tools::Tool;
 
 /// A generated catalog of `tools` tools, 25 a skill, with standalone tools, `uses`,
 /// dependencies and pinned tools added, some of them naming what `preloaded` puts in a store.
@@ -230,7 +232,7 @@ fn a_failing_catalog_leaves_the_store_as_it_was() {
     let mut tx = store.begin();
     tx.insert(&TOOLS, Tool::new("kept", "written before the load"))
         .expect("insert");
-    let tool_keys = |tx: &crate::WriteTxn| -> Vec<Arc<str>> {
+    let tool_keys = |tx: &crate::store::WriteTxn| -> Vec<Arc<str>> {
         let tools = tx.view().iter(&TOOLS).expect("tools");
         tools.map(|(k, _)| Arc::clone(k)).collect()
     };

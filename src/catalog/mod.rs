@@ -116,7 +116,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::context::SelectionPolicy;
-use crate::{Store, Tool};
+use crate::store::Store;
+use crate::tools::Tool;
 
 pub use error::{CatalogError, CatalogErrorKind};
 pub use load::LoadReport;

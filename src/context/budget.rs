@@ -1,6 +1,6 @@
 //! Estimating how many tokens a tool definition costs in a request.
 
-use crate::Tool;
+use crate::tools::Tool;
 
 use super::selection::DropReason;
 

@@ -9,13 +9,13 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::bm25::ascii_words::word_count;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::{Embedder, NearestCache};
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::{SKILLS, TOOLS};
+use crate::tools::Tool;
 
 use super::asks::asks_for_selection;
 use super::budget::{estimate_tokens, past_budget};

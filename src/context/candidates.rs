@@ -9,13 +9,13 @@
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::bm25::index::QueryExplainer;
 use crate::bm25::{
     Attachment, Bm25Index, Explanation, KeyHit, best_first_key, put_back, take_from,
 };
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
 use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use super::key_table::{KeyTable, Probe};
 use super::selection::{Reason, Reasons};

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::store::RowLookup;
+use crate::tools::Tool;
 
 use super::budget::past_budget;
 use super::builder::ContextBuilder;

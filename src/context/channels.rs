@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::bm25::HashedQuery;
 use crate::bm25::ascii_words::word_count;
 use crate::store::{RowLookup, Snapshot};
 use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use super::asks::Ask;
 use super::budget::past_budget;

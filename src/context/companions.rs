@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::store::{Entry, RowLookup, Snapshot};
 use crate::tables::USAGE;
+use crate::tools::Tool;
 
 use super::budget::past_budget;
 use super::builder::ContextBuilder;

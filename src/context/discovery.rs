@@ -8,9 +8,9 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::Tool;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::{SKILLS, TOOLS, TOOLS_BY_SOURCE};
+use crate::tools::Tool;
 use crate::tools::bare_name;
 
 use super::query_terms::QueryTerms;

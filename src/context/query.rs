@@ -3,10 +3,10 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::Tool;
 use crate::bm25::{KEEP_UP_TO, put_back, take_from};
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
 use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use super::hints::HintMatcher;
 use super::policy::SelectionPolicy;
@@ -562,7 +562,7 @@ mod tests {
             });
             terms
         }
-        let snapshot = crate::Store::new().snapshot();
+        let snapshot = crate::store::Store::new().snapshot();
         let message = "zeta file read_file File alpha zeta readFile files zeta beta alpha";
         // Terms that share their first 8 bytes, or are prefixes of each other, order by
         // their full text.

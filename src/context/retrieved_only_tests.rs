@@ -5,7 +5,9 @@
 use std::cell::Cell;
 
 use crate::context::{NoMatch, SelectionPolicy, Turn};
-use crate::{Store, TOOLS, Tool};
+use crate::store::Store;
+use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use super::ContextBuilder;
 
@@ -46,7 +48,7 @@ fn catalog() -> Store {
             }
             tx.insert(&TOOLS, tool)?;
         }
-        Ok::<_, crate::StoreError>(())
+        Ok::<_, crate::store::StoreError>(())
     });
     assert!(written.is_ok(), "catalog: {written:?}");
     store

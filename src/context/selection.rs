@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
-use crate::Tool;
 use crate::store::Entry;
+use crate::tools::Tool;
 
 use super::query_terms::QueryTerms;
 use crate::bm25::Explanation;

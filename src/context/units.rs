@@ -39,9 +39,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::bm25::HashedQuery;
+use crate::skills::Skill;
 use crate::store::{Entry, RowLookup, Snapshot};
 use crate::tables::SKILLS;
-use crate::{Skill, Tool};
+use crate::tools::Tool;
 
 use super::budget::estimate_tokens;
 use super::builder::ContextBuilder;

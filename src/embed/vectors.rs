@@ -461,7 +461,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::store::Store;
 
     /// A store of `n` tools with vectors of 5 numbers from `seed`, some equal (ties), some of
     /// another model, some of another length.

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::Tool;
 use crate::context::{PolicyError, SelectError};
 use crate::embed::EmbedError;
 use crate::store::{SchemaError, StoreError};
+use crate::tools::Tool;
 
 /// One tool of an evaluation catalog: its identity in the data set, and the tool to register
 /// (its `source` is filled by the identity policy when names repeat, see [the module](super)).

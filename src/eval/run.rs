@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::context::{ContextBuilder, HintMatcher, Retrieval, SelectionPolicy, Turn};
 use crate::embed::{Embedder, embed_missing};
+use crate::store::Store;
+use crate::tables::TOOLS;
+use crate::tools::Tool;
 use crate::tools::{ToolTextOptions, name_counts};
-use crate::{Store, TOOLS, Tool};
 
 use super::load::{EvalError, Query, ToolEntry};
 use super::metrics::Metrics;

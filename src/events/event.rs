@@ -1,13 +1,34 @@
 //! The events themselves.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::Ticket;
 use crate::context::Selection;
+
+/// The handle of one call waiting for approval; unique within its
+/// [`Approvals`](crate::agent::Approvals), which opens it, and named by the events of that call
+/// ([`Event::ToolCallPending`] and the decision's). Also `capstore::agent::Ticket`.
+///
+/// ```
+/// let ticket = capstore::agent::Ticket(7);
+/// assert_eq!(ticket, capstore::events::Ticket(7));
+/// assert_eq!(ticket.to_string(), "#7");
+/// assert_eq!(serde_json::to_string(&ticket)?, "7");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ticket(pub u64);
+
+impl fmt::Display for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
 
 /// Something that happened in the agent, as told to [`EventBus`](super::EventBus) subscribers.
 ///

@@ -50,6 +50,6 @@ mod event;
 mod tape;
 
 pub use bus::{EventBus, EventSubscription};
-pub use event::Event;
+pub use event::{Event, Ticket};
 pub(crate) use tape::read_jsonl;
 pub use tape::{EventTape, TapeError, read_tape};

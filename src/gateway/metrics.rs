@@ -389,7 +389,7 @@ fn end(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::store::Store;
 
     #[test]
     fn calls_are_counted_by_server_tool_and_outcome_and_timed() {

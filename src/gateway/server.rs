@@ -14,11 +14,13 @@ use serde_json::{Map, Value, json};
 
 use crate::context::{ContextBuilder, SEARCH_TOOLS, SelectionPolicy, Turn, catalog_outline};
 use crate::events::{Event, EventBus};
+use crate::exec::{ExecError, Executor, ToolCall, UnselectedCallPolicy};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
+use crate::tables::TOOLS;
+use crate::tools::Tool;
 use crate::usage::{TurnUse, UsageQueue, UsageRecorder};
-use crate::{ExecError, Executor, TOOLS, Tool, ToolCall, UnselectedCallPolicy};
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};
 
@@ -58,7 +60,7 @@ pub struct GatewayOptions {
     /// Where the gateway's tool calls are reported (each call's start and end, as
     /// [`Event`](crate::Event)s), e.g. to audit them. `None` (the default): a bus of the
     /// gateway's own, which only the admin page reads.
-    pub events: Option<crate::EventBus>,
+    pub events: Option<crate::events::EventBus>,
     /// Web origins let through over HTTP besides this listener's loopback ones
     /// (`--allow-origin`; see [`HttpGuard`](super::HttpGuard)).
     pub allowed_origins: Vec<String>,
@@ -347,7 +349,7 @@ impl Gateway {
     }
 
     /// The export names of `snap`, computed once for each state of the `tools` table.
-    fn export(&self, snap: &Snapshot) -> Result<Arc<ToolExport>, crate::StoreError> {
+    fn export(&self, snap: &Snapshot) -> Result<Arc<ToolExport>, crate::store::StoreError> {
         ToolExport::cached(&mut self.shared.export.lock(), snap)
     }
 
@@ -488,7 +490,7 @@ impl Gateway {
                 continue;
             }
             let runnable = snap
-                .contains(&crate::HANDLERS, &selected.key)
+                .contains(&crate::tables::HANDLERS, &selected.key)
                 .unwrap_or(false);
             let why: Vec<String> = selected.reasons.iter().map(ToString::to_string).collect();
             let mut entry = json!({
@@ -864,7 +866,7 @@ fn in_scope(client: Option<&Client>, key: &str, tool: &Tool) -> Result<(), Strin
 /// twice or more), strongest first, at most three, in words: `fs/cd (before it, in 9 of its 10
 /// turns)`.
 fn goes_with(snap: &Snapshot, key: &str) -> Vec<String> {
-    let Ok(Some(usage)) = snap.get(&crate::USAGE, key) else {
+    let Ok(Some(usage)) = snap.get(&crate::tables::USAGE, key) else {
         return Vec::new();
     };
     usage

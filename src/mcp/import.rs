@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::Tool;
 use crate::skills::skills_listing;
 use crate::store::{Store, WriteTxn};
 use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use super::error::McpError;
 use super::list::McpToolList;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::Tool;
+use crate::tools::Tool;
 
 use super::error::McpError;
 #[cfg(feature = "mcp-live")]

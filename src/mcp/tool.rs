@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::Tool;
+use crate::tools::Tool;
 
 /// One tool as an MCP server describes it in `tools/list`.
 ///

@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::Tool;
 use crate::context::Selection;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
+use crate::tools::Tool;
 use crate::tools::{NameParts, export_names};
 
 /// A provider's request shape for tool definitions.

@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::Skill;
 use crate::bm25::hash::StrState;
+use crate::skills::Skill;
 use crate::store::{KeyList, RowLookup, Snapshot};
 use crate::tables::SKILLS;
 

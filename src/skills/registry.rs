@@ -8,10 +8,11 @@
 //! `skills` of tools it shared, and leaves listed tools alone. A tool cannot be removed through
 //! [`unregister_tool`] while a skill lists it.
 
+use crate::skills::Skill;
 use crate::store::{Snapshot, StoreError, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
 use crate::tools::Registration;
-use crate::{Skill, Tool};
+use crate::tools::Tool;
 
 use super::deps::dependency_closure;
 use super::error::SkillError;
@@ -74,14 +75,14 @@ fn register_inner(
 ) -> Result<(), SkillError> {
     // Validate the skill record first, so a bad skill does not get as far as writing tools.
     skill.validate().map_err(|error| {
-        SkillError::Store(crate::StoreError::InvalidRecord {
+        SkillError::Store(crate::store::StoreError::InvalidRecord {
             table: "skills".into(),
             key: skill.name.as_str().into(),
             error,
         })
     })?;
     if tx.view().contains(&SKILLS, &skill.name)? {
-        return Err(SkillError::Store(crate::StoreError::DuplicateKey {
+        return Err(SkillError::Store(crate::store::StoreError::DuplicateKey {
             table: "skills".into(),
             key: skill.name.as_str().into(),
         }));
@@ -173,7 +174,7 @@ fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, Skill
     }
     let skill = match tx.delete(&SKILLS, name) {
         Ok(skill) => skill,
-        Err(crate::StoreError::NotFound { .. }) => {
+        Err(crate::store::StoreError::NotFound { .. }) => {
             return Err(SkillError::NotFound {
                 skill: name.to_string(),
             });

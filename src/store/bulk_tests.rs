@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::tests::users_store;
 use crate::store::{Store, StoreError, Table};
-use crate::{TOOLS, Tool};
+use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 /// The users store of the store tests, holding `old` (`old@x`).
 fn users() -> (Store, Table<(String, String)>) {

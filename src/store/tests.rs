@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use crate::bm25::{Bm25Params, IndexConfig};
+use crate::hooks::{Hook, HookEvent};
+use crate::skills::Skill;
 use crate::store::{
     IndexSchema, RecordError, SchemaError, Snapshot, Store, StoreBuilder, StoreError, Table,
     TableSchema, TextSchema,
 };
-use crate::{HOOKS, Hook, HookEvent, SKILLS, Skill, TOOLS, Tool};
+use crate::tables::{HOOKS, SKILLS, TOOLS};
+use crate::tools::Tool;
 
 fn assert_unchanged(store: &Store, before: &Arc<Snapshot>) {
     let now = store.snapshot();

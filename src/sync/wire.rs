@@ -41,9 +41,9 @@ use crate::skills::Skill;
 use crate::store::{
     Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
 };
+use crate::tables::{HOOKS, SKILLS, TOOLS, USAGE};
 use crate::tools::Tool;
 use crate::usage::{Known, TurnUse, Usage, learn_all_with, learn_with};
-use crate::{HOOKS, SKILLS, TOOLS, USAGE};
 
 use super::SyncError;
 
@@ -639,8 +639,8 @@ fn copy_table<R: Record + Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
     use crate::store::CommitInfo;
+    use crate::store::Store;
 
     fn replica_store() -> (Store, SyncTables) {
         let mut builder = Store::builder();

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::Snapshot;
-use crate::{TOOLS, Tool};
+use crate::tables::TOOLS;
+use crate::tools::Tool;
 
 use crate::mcp::live::{fingerprint, write_private};
 
@@ -190,7 +191,7 @@ fn remember(state: &mut State, key: &str, tool: &Tool, print: String) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::store::Store;
 
     #[test]
     fn keeps_each_definition_once_and_reads_them_back_after_a_restart() {

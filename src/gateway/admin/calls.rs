@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
-use crate::{Event, EventBus, EventSubscription};
+use crate::events::{Event, EventBus, EventSubscription};
 
 /// How many finished calls the page keeps (the oldest go first).
 const KEEP: usize = 50;

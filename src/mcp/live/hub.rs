@@ -170,7 +170,7 @@ impl McpHub {
     /// }
     /// # }
     /// ```
-    pub fn held_definition(&self, key: &str) -> Option<crate::Tool> {
+    pub fn held_definition(&self, key: &str) -> Option<crate::tools::Tool> {
         self.inner
             .sessions
             .iter()

@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::Tool;
+use crate::tools::Tool;
 use crate::tools::bare_name;
 
 /// How long after a change the file is re-read on every use, whatever its modification time.

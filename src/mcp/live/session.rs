@@ -18,8 +18,8 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, oneshot, watch};
 
-use crate::ToolHandler;
 use crate::exec::HandlerError;
+use crate::exec::ToolHandler;
 use crate::mcp::config::{ServerConfig, ServerTransport};
 use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
 use crate::store::{Store, StoreError};
@@ -112,7 +112,7 @@ impl Session {
 
     /// The definition of the held tool `key` (`server/name`) in the server's last list: what
     /// an approval would trust. `None` when it is not held.
-    pub(crate) fn held_definition(&self, key: &str) -> Option<crate::Tool> {
+    pub(crate) fn held_definition(&self, key: &str) -> Option<crate::tools::Tool> {
         if !self.held.read().iter().any(|held| held.key == key) {
             return None;
         }
@@ -377,7 +377,8 @@ impl Session {
         let Some(quarantine) = &self.quarantine else {
             return (list.clone(), Vec::new());
         };
-        let tools: Vec<crate::Tool> = list.tools().iter().map(|t| t.to_tool(&self.name)).collect();
+        let tools: Vec<crate::tools::Tool> =
+            list.tools().iter().map(|t| t.to_tool(&self.name)).collect();
         let verdicts: Vec<Result<(), HeldTool>> = match quarantine.check_all(tools.iter()) {
             Ok(verdicts) => tools
                 .iter()
