@@ -207,8 +207,9 @@ pub struct MessagePolicy {
     /// In a message of several asks (clauses, sentences, list items: [`asks`](super::asks())),
     /// each ask searched alone brings its best tool, and those after it up to this many in
     /// all that score within `min_relative_score` of it; a matched skill's or the
-    /// conversation's other tools never push them out (0 turns it off). Default 1. Read from
-    /// JSON under its earlier name `per_sentence` too.
+    /// conversation's other tools never push them out (0 turns it off). No tool counts for
+    /// two asks: an ask whose best another ask claims more strongly brings its next. Default
+    /// 1. Read from JSON under its earlier name `per_sentence` too.
     #[serde(alias = "per_sentence")]
     pub per_ask: usize,
     /// A message of more asks than this is a task's description rather than a list of
