@@ -4,9 +4,9 @@
 //! function words; dropping them cuts a query's work about 5× and removes noise from the
 //! ranking. The list holds function words only (articles, pronouns, auxiliaries, prepositions,
 //! conjunctions, politeness), never domain words such as `get`, `list`, `file`, `search` or
-//! `new`, which name what tools do. `s`, `t`, `m`, `re`, `ve`, `ll` and `d` are the pieces identifier
-//! splitting leaves of English contractions and possessives (`user's`, `don't`, `I'm`,
-//! `we're`, `I've`, `I'll`, `I'd`).
+//! `new`, which name what tools do. `s`, `t`, `m`, `re`, `ve`, `ll` and `d` are the pieces
+//! identifier splitting leaves of English contractions and possessives (`user's`, `don't`,
+//! `I'm`, `we're`, `I've`, `I'll`, `I'd`).
 
 /// The stop words, lower-case and sorted (so that lookups can binary-search).
 ///
