@@ -8,8 +8,7 @@ use crate::catalog::load::{one_by_one, resolve, write};
 use crate::catalog::synthetic::{Spec, write_catalog};
 use crate::catalog::{Catalog, CatalogError, CatalogSkill};
 use crate::skills::Skill;
-use crate::store::Store;
-use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Table};
+use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Store, Table};
 use crate::tables::{SKILLS, TOOLS};
 use crate::tools::Tool;
 

@@ -9,8 +9,7 @@ use crate::context::{ContextBuilder, HintMatcher, Retrieval, SelectionPolicy, Tu
 use crate::embed::{Embedder, embed_missing};
 use crate::store::Store;
 use crate::tables::TOOLS;
-use crate::tools::Tool;
-use crate::tools::{ToolTextOptions, name_counts};
+use crate::tools::{Tool, ToolTextOptions, name_counts};
 
 use super::load::{EvalError, Query, ToolEntry};
 use super::metrics::Metrics;

@@ -17,8 +17,7 @@ use serde_json::{Value, json};
 use crate::context::Selection;
 use crate::store::{Snapshot, StoreError};
 use crate::tables::TOOLS;
-use crate::tools::Tool;
-use crate::tools::{NameParts, export_names};
+use crate::tools::{NameParts, Tool, export_names};
 
 /// A provider's request shape for tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,7 @@
 use crate::skills::Skill;
 use crate::store::{Snapshot, StoreError, WriteTxn};
 use crate::tables::{SKILLS, TOOLS};
-use crate::tools::Registration;
-use crate::tools::Tool;
+use crate::tools::{Registration, Tool};
 
 use super::deps::dependency_closure;
 use super::error::SkillError;
@@ -75,14 +74,14 @@ fn register_inner(
 ) -> Result<(), SkillError> {
     // Validate the skill record first, so a bad skill does not get as far as writing tools.
     skill.validate().map_err(|error| {
-        SkillError::Store(crate::store::StoreError::InvalidRecord {
+        SkillError::Store(StoreError::InvalidRecord {
             table: "skills".into(),
             key: skill.name.as_str().into(),
             error,
         })
     })?;
     if tx.view().contains(&SKILLS, &skill.name)? {
-        return Err(SkillError::Store(crate::store::StoreError::DuplicateKey {
+        return Err(SkillError::Store(StoreError::DuplicateKey {
             table: "skills".into(),
             key: skill.name.as_str().into(),
         }));
@@ -174,7 +173,7 @@ fn unregister_inner(tx: &mut WriteTxn, name: &str) -> Result<Unregistered, Skill
     }
     let skill = match tx.delete(&SKILLS, name) {
         Ok(skill) => skill,
-        Err(crate::store::StoreError::NotFound { .. }) => {
+        Err(StoreError::NotFound { .. }) => {
             return Err(SkillError::NotFound {
                 skill: name.to_string(),
             });

@@ -639,8 +639,7 @@ fn copy_table<R: Record + Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::CommitInfo;
-    use crate::store::Store;
+    use crate::store::{CommitInfo, Store};
 
     fn replica_store() -> (Store, SyncTables) {
         let mut builder = Store::builder();

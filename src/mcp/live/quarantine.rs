@@ -26,8 +26,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::tools::Tool;
-use crate::tools::bare_name;
+use crate::tools::{Tool, bare_name};
 
 /// How long after a change the file is re-read on every use, whatever its modification time.
 const RACY: std::time::Duration = std::time::Duration::from_secs(2);

@@ -18,8 +18,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, oneshot, watch};
 
-use crate::exec::HandlerError;
-use crate::exec::ToolHandler;
+use crate::exec::{HandlerError, ToolHandler};
 use crate::mcp::config::{ServerConfig, ServerTransport};
 use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
 use crate::store::{Store, StoreError};
