@@ -11,7 +11,7 @@
 //! - each sentence of a line;
 //! - each clause of a sentence, cut at a comma or a semicolon, or before a joining word that
 //!   starts a new request (`and`, `then`, `and then`, `also`, `plus`, `as well as`, `after
-//!   that`).
+//!   that`); never inside brackets ("(src/billing/tax.py, line 12)") or a number ("4,200").
 //!
 //! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
 //! the piece before it: it names no request of its own. A message that
@@ -201,7 +201,8 @@ fn strip_marker(line: &str) -> &str {
 }
 
 /// The clauses of `sentence`: cut at semicolons, at commas, and before each joining word
-/// (after a space or a comma), the joining words left out; then a piece of fewer than
+/// (after a space or a comma), the joining words left out, but not inside brackets or at a
+/// comma between digits; then a piece of fewer than
 /// [`ASK_WORDS`] words joins the piece before it (the first, the piece after it), so that "the
 /// engine, tires and brakes" or "between Berlin and Lisbon" stay whole.
 fn clauses(sentence: &str) -> Vec<&str> {
@@ -212,8 +213,21 @@ fn clauses(sentence: &str) -> Vec<&str> {
     let mut pieces: Vec<(usize, usize)> = Vec::new();
     let mut from = 0;
     let mut i = 0;
+    // An aside in brackets ("rename calc_vat (src/billing/tax.py, line 12) to compute_vat") is
+    // never cut, nor a number's thousands ("4,200 CHF").
+    // (A bracket that no later one closes, as in "sorry :(", opens no aside.)
+    let mut depth = 0usize;
+    let last_close = bytes.iter().rposition(|b| matches!(b, b')' | b']' | b'}'));
+    let digit = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_digit);
     while i < bytes.len() {
+        match bytes.get(i) {
+            Some(b'(' | b'[' | b'{') if last_close.is_some_and(|c| i < c) => depth += 1,
+            Some(b')' | b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
         let boundary = match bytes.get(i) {
+            _ if depth > 0 => None,
+            Some(b',') if i > 0 && digit(i - 1) && digit(i + 1) => None,
             Some(b';' | b',') => Some(i + 1),
             _ if i > 0
                 && matches!(bytes.get(i - 1), Some(b' ' | b','))
@@ -380,6 +394,34 @@ mod tests {
         assert_eq!(
             texts("expand the standard header"),
             ["expand the standard header"]
+        );
+    }
+
+    #[test]
+    fn no_cut_inside_brackets_or_a_number() {
+        assert_eq!(
+            texts(
+                "rename calc_vat (src/billing/tax.py, line 12) to compute_vat, then run the tests"
+            ),
+            [
+                "rename calc_vat (src/billing/tax.py, line 12) to compute_vat",
+                "run the tests"
+            ]
+        );
+        assert_eq!(
+            texts("record the transfer of 4,200 CHF as paid and convert it to euros"),
+            [
+                "record the transfer of 4,200 CHF as paid",
+                "convert it to euros"
+            ]
+        );
+        // A bracket no later one closes opens no aside.
+        assert_eq!(
+            texts("the build broke again :( so rerun the pipeline, then page the on-call"),
+            [
+                "the build broke again :( so rerun the pipeline",
+                "page the on-call"
+            ]
         );
     }
 
