@@ -347,6 +347,41 @@ fn an_ask_whose_best_another_ask_has_brings_its_next() {
     assert_eq!(&*first.key, "code/run_linter");
 }
 
+/// An ask that states rather than asks brings no tool of its own: in "I need to cancel my
+/// chicago trip, the conference got moved", "the conference got moved" is context, and its
+/// best tool by "moved", `fs/move_path`, is not sent (it was, as that ask's best).
+#[test]
+fn a_statement_brings_no_tool_of_its_own() {
+    let (store, policy) = bundled();
+    let snap = store.snapshot();
+    let builder = ContextBuilder::with_policy(policy).expect("valid");
+    let message = "I need to cancel my chicago trip, the conference got moved";
+    let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+    let keys: Vec<&str> = selection.keys().collect();
+    assert!(!keys.contains(&"fs/move_path"), "{keys:?}");
+    assert!(
+        selection
+            .tools
+            .iter()
+            .flat_map(|t| &t.reasons)
+            .all(|r| !matches!(r, Reason::Ask { ask, .. } if ask.contains("conference"))),
+        "{:?}",
+        selection.tools
+    );
+    // Asked for, the move is the ask's best.
+    let asked = builder
+        .select(
+            &snap,
+            &Turn::new("I need to cancel my chicago trip, and move the conference files"),
+        )
+        .expect("select");
+    assert!(
+        asked.keys().any(|k| k == "fs/move_path"),
+        "{:?}",
+        asked.keys().collect::<Vec<_>>()
+    );
+}
+
 /// Servers as units: in a request of several asks, a skill with no text of its own (an MCP
 /// server) that the message's ranking needs comes whole when it fits the request's budget,
 /// and the selection says why its list has the size it has; a message of one ask is sized by

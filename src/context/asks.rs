@@ -14,7 +14,11 @@
 //!   that`); never inside brackets ("(src/billing/tax.py, line 12)") or a number ("4,200").
 //!
 //! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
-//! the piece before it: it names no request of its own. A message that
+//! the piece before it: it names no request of its own. A piece that states rather than asks
+//! ("the customer got billed twice", "I'm going to Rome 9–12 May.": it opens with a subject, a
+//! possessive or "the", and is no question, no want and not addressed to the agent) is an ask
+//! whose [`Ask::request`] is false: it counts, and is read, with the message, but brings no
+//! tool of its own. A message that
 //! comes out as one piece has one ask, itself, and no ask channel. A selection reads a
 //! follow-up, and a message of more clauses than `message.max_asks`, by its sentences and
 //! lines only (a follow-up's clauses point back; a query that names many tools in a few
@@ -62,6 +66,10 @@ pub struct Ask<'m> {
     pub text: &'m str,
     /// Its place among the message's asks, from 1.
     pub position: u32,
+    /// Whether it asks for something (a question, an imperative, a want), rather than giving
+    /// the asks around it their context ("the customer got billed twice", "I'm going to Rome
+    /// 9–12 May."): a statement is read with the message but brings no tool of its own.
+    pub request: bool,
 }
 
 /// The asks of `message`, in the message's order. A message of one ask gives one, the message
@@ -172,8 +180,96 @@ fn asks_of<'m>(
         .map(|(i, text)| Ask {
             text,
             position: u32::try_from(i + 1).unwrap_or(u32::MAX),
+            request: is_request(text),
         })
         .collect()
+}
+
+/// The words a statement opens with: a subject ("I'm going to Rome 9–12 May", "it's likely a
+/// JSON file", "there is a file called notes.txt"), a possessive ("my disk is nearly full") or
+/// the definite article ("the customer got billed twice"). Not "a" or "an": "a hotel near
+/// Termini" names a thing wanted.
+const STATEMENT_OPENERS: &[&str] = &[
+    "i", "i'm", "im", "i've", "ive", "i'd", "i'll", "we", "we're", "we've", "we'd", "we'll",
+    "you're", "you've", "he", "she", "it", "it's", "they", "they're", "there", "there's", "that",
+    "my", "our", "your", "his", "her", "its", "their", "the",
+];
+
+/// The words that, soon after a subject, make a statement a request ("I need to cancel my
+/// trip", "I'd like to discuss it", "we want the cheapest").
+const WANTS: &[&str] = &["need", "needs", "want", "wants", "like", "love", "require"];
+
+/// How many words after a statement's first a want may come ("I would really like").
+const WANT_WITHIN: usize = 3;
+
+/// The words that make a clause a request however it opens: "please", "kindly", and "you"
+/// ("I'd be grateful if you could verify the order").
+const ADDRESSED: &[&str] = &["please", "pls", "kindly", "you", "u"];
+
+/// Whether `text` (a clause or a sentence) asks for something: a question, an imperative
+/// ("email her a receipt"), a request's fragment ("hotels in Florence June 3-6"), a want ("I
+/// need to fly to Lisbon") or words addressed to the agent ("I'd be grateful if you could
+/// …"), rather than a statement that gives the asks around it their context ("the customer
+/// got billed twice", "I'm going to Rome 9–12 May."). A statement's words still count in the
+/// whole message's search and its vector; it only brings no tool of its own. Cost: a look at
+/// the first word; the whole text's words only for a text that opens as a statement.
+fn is_request(text: &str) -> bool {
+    // "the redis container keeps dying. show me its logs", "the release looks off — check it":
+    // a statement may run on into a request where the sentence breaks did not part them.
+    let mut rest = text;
+    loop {
+        if !opens_statement(rest) {
+            return true;
+        }
+        let cut = [". ", " — ", " – ", " - "]
+            .iter()
+            .filter_map(|sep| rest.find(sep).map(|at| (at, sep.len())))
+            .min();
+        let Some((at, len)) = cut else {
+            return still_asks(rest);
+        };
+        if still_asks(rest.get(..at).unwrap_or_default()) {
+            return true;
+        }
+        rest = rest.get(at + len..).unwrap_or_default();
+    }
+}
+
+/// Whether `text`'s first word is one a statement opens with ([`STATEMENT_OPENERS`]).
+fn opens_statement(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let first = first.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’');
+    is_one_of(first, STATEMENT_OPENERS)
+}
+
+/// Whether a text that opens as a statement, with no sentence break inside, asks all the
+/// same: a question, a want soon after its subject, or words addressed to the agent.
+fn still_asks(text: &str) -> bool {
+    if text.trim_end_matches(['"', '\'', ')', ' ']).ends_with('?') {
+        return true;
+    }
+    let (mut wants, mut addressed) = (false, false);
+    let mut at = 0;
+    words(text, |w| {
+        if (1..=WANT_WITHIN).contains(&at) {
+            wants |= is_one_of(w, WANTS);
+        }
+        addressed |= is_one_of(w, ADDRESSED);
+        at += 1;
+    });
+    wants || addressed
+}
+
+/// Whether `word` is one of `known` (lower-case words), ignoring ASCII case and reading a
+/// typographic apostrophe as `'`.
+fn is_one_of(word: &str, known: &[&str]) -> bool {
+    let folded = || {
+        word.chars().map(|c| match c {
+            '’' => '\'',
+            c => c.to_ascii_lowercase(),
+        })
+    };
+    known.iter().any(|k| folded().eq(k.chars()))
 }
 
 /// `line` without a list item's marker (`-`, `*`, `•`, `1.`, `2)`, `a)`).
@@ -395,6 +491,53 @@ mod tests {
             texts("expand the standard header"),
             ["expand the standard header"]
         );
+    }
+
+    #[test]
+    fn a_statement_is_an_ask_that_asks_for_nothing() {
+        let requests = |message| -> Vec<(&str, bool)> {
+            asks(message)
+                .into_iter()
+                .map(|a| (a.text, a.request))
+                .collect()
+        };
+        assert_eq!(
+            requests("I need to cancel my chicago trip, the conference got moved"),
+            [
+                ("I need to cancel my chicago trip", true),
+                ("the conference got moved", false)
+            ]
+        );
+        assert_eq!(
+            requests(
+                "I'm going to Rome 9–12 May. Can you find me flights from Amsterdam, a hotel near Termini"
+            ),
+            [
+                ("I'm going to Rome 9–12 May.", false),
+                ("Can you find me flights from Amsterdam", true),
+                ("a hotel near Termini", true)
+            ]
+        );
+        // A question, a want, words addressed to the agent, a statement that runs on into a
+        // request: all requests.
+        for request in [
+            "my card got declined, why?",
+            "I'd like to discuss the rent",
+            "I’d be grateful if you could verify the order",
+            "the redis container keeps dying. show me its logs",
+            "the release looks off — check how the deployment is doing",
+            "hotels in Florence June 3-6",
+        ] {
+            assert!(is_request(request), "{request:?}");
+        }
+        for statement in [
+            "The Halvorsen deal fell through.",
+            "It's likely a JSON file.",
+            "there is a file called notes.txt",
+            "my disk is nearly full",
+        ] {
+            assert!(!is_request(statement), "{statement:?}");
+        }
     }
 
     #[test]

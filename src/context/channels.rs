@@ -153,7 +153,10 @@ impl ContextBuilder {
     /// channel asks of a message (`message.min_evidence`, its best BM25 score per word; in
     /// hybrid retrieval, or its nearest tool's cosine `message.min_cosine`). No tool counts
     /// for two asks: an ask whose best another ask claims more strongly brings its next within
-    /// that bar ([`distinct_picks`]). In the asks' order, each tool once; empty unless
+    /// that bar ([`distinct_picks`]). An ask that states rather than asks ("the customer got
+    /// billed twice", [`Ask::request`]) brings nothing: its words are the others' context, in
+    /// the message's search and (in hybrid retrieval) the message's vector, the mean of the
+    /// asks'. In the asks' order, each tool once; empty unless
     /// [`Self::searches_asks`]. Labelled [`Channel::Message`], with a [`Reason::Ask`] that
     /// names the ask.
     pub(super) fn ask_channel<'a>(
@@ -177,6 +180,11 @@ impl ContextBuilder {
         let wanted = m.per_ask * asks.len();
         let mut rankings: Vec<Vec<AskHit<'a>>> = Vec::with_capacity(asks.len());
         for (i, (ask, texts)) in asks.iter().zip(ask_texts).enumerate() {
+            // A statement ("the customer got billed twice") brings no tool of its own.
+            if !ask.request {
+                rankings.push(Vec::new());
+                continue;
+            }
             let nearest = hybrid.zip(dense.get(i).map(Vec::as_slice));
             rankings.push(self.ask_ranking(snapshot, ask, texts, nearest, wanted)?);
         }
