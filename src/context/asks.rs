@@ -190,14 +190,15 @@ fn asks_of<'m>(
 /// the definite article ("the customer got billed twice"). Not "a" or "an": "a hotel near
 /// Termini" names a thing wanted.
 const STATEMENT_OPENERS: &[&str] = &[
-    "i", "i'm", "im", "i've", "ive", "i'd", "i'll", "we", "we're", "we've", "we'd", "we'll",
-    "you're", "you've", "he", "she", "it", "it's", "they", "they're", "there", "there's", "that",
-    "my", "our", "your", "his", "her", "its", "their", "the",
+    "i", "i'm", "im", "i've", "ive", "i'll", "we", "we're", "we've", "we'll", "you're", "you've",
+    "he", "she", "it", "it's", "they", "they're", "there", "there's", "that", "my", "our", "your",
+    "his", "her", "its", "their", "the",
 ];
 
 /// The words that, soon after a subject, make a statement a request ("I need to cancel my
-/// trip", "I'd like to discuss it", "we want the cheapest").
-const WANTS: &[&str] = &["need", "needs", "want", "wants", "like", "love", "require"];
+/// trip", "I would like to discuss it", "we want the cheapest"); not "like" alone: "I like
+/// aisle seats" states. ("I'd" opens no statement: "I'd like …", "I'd be grateful …".)
+const WANTS: &[&str] = &["need", "needs", "want", "wants", "would", "require"];
 
 /// How many words after a statement's first a want may come ("I would really like").
 const WANT_WITHIN: usize = 3;
@@ -523,6 +524,7 @@ mod tests {
         for request in [
             "my card got declined, why?",
             "I'd like to discuss the rent",
+            "I would love a window seat",
             "I’d be grateful if you could verify the order",
             "the redis container keeps dying. show me its logs",
             "the release looks off — check how the deployment is doing",
@@ -535,6 +537,7 @@ mod tests {
             "It's likely a JSON file.",
             "there is a file called notes.txt",
             "my disk is nearly full",
+            "I like aisle seats",
         ] {
             assert!(!is_request(statement), "{statement:?}");
         }
