@@ -16,7 +16,7 @@ use super::budget::past_budget;
 use super::builder::ContextBuilder;
 use super::candidates::{Explainer, relative_score};
 use super::error::SelectError;
-use super::hybrid::fuse;
+use super::hybrid::{FusedHit, fuse};
 use super::policy::{HybridPolicy, Retrieval};
 use super::query::{push_with_hints, weighted_terms};
 use super::selection::{Channel, DropReason, Dropped, Reason, Reasons, SelectedTool};
@@ -53,59 +53,34 @@ impl ContextBuilder {
         if m.max_tools == 0 {
             return Ok(Vec::new());
         }
-        let hybrid = match (p.retrieval, dense) {
+        let nearest = match (p.retrieval, dense) {
             (Retrieval::Hybrid(hybrid), Some(dense)) => Some((hybrid, dense)),
             _ => None,
         };
-        let depth = hybrid.map_or(m.max_tools, |(h, _)| h.depth.max(m.max_tools));
-        let hashed = HashedQuery::new(terms);
-        // The hits a tag filter turns away were reported by the conversation's search.
-        let (hits, _filtered) = self.search_tools(snapshot, terms, &hashed, depth)?;
-        drop(hashed);
-        let words = word_count(&turn.message).max(1);
-        let best_bm25 = hits.first().map_or(0.0, |h| h.score);
-        let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
+        let words = word_count(&turn.message);
+        let Some(ranking) = self.evident_ranking(snapshot, terms, words, nearest, m.max_tools)?
+        else {
+            return Ok(Vec::new());
+        };
         let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
+        let best = ranking.first().map_or(0.0, |h| h.score);
         // (key, score relative to the channel's best, reason), best first.
-        let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(m.max_tools);
-        match hybrid {
-            Some((policy, dense)) => {
-                let nearest = dense.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
-                if !lexical_evidence && nearest < m.min_cosine {
-                    return Ok(Vec::new());
-                }
-                let fused = fuse(&hits, dense.to_vec(), words, &policy, m.max_tools);
-                let best = fused.first().map_or(0.0, |h| h.score);
-                for hit in fused {
-                    if hit.score < m.min_relative_score * best
-                        || self.below_thresholds(hit.score, best).is_some()
-                    {
-                        break;
-                    }
-                    let reason = Reason::Hybrid {
-                        score: hit.score,
-                        bm25: hit.bm25,
-                        cosine: hit.cosine,
-                        lexical_weight: hit.lexical_weight,
-                        explanation: hit.bm25.and_then(|_| explainer.explain(hit.key)),
-                    };
-                    ranked.push((hit.key, relative_score(hit.score, best), reason));
-                }
+        let mut ranked: Vec<(&'a Arc<str>, f32, Reason)> = Vec::with_capacity(ranking.len());
+        for hit in ranking {
+            if self.below_thresholds(hit.score, best).is_some() {
+                break;
             }
-            None => {
-                if !lexical_evidence {
-                    return Ok(Vec::new());
-                }
-                for hit in hits.iter().take(m.max_tools) {
-                    if hit.score < m.min_relative_score * best_bm25
-                        || self.below_thresholds(hit.score, best_bm25).is_some()
-                    {
-                        break;
-                    }
-                    let reason = explainer.retrieved(hit.key, hit.score);
-                    ranked.push((hit.key, relative_score(hit.score, best_bm25), reason));
-                }
-            }
+            let reason = match nearest {
+                Some(_) => Reason::Hybrid {
+                    score: hit.score,
+                    bm25: hit.bm25,
+                    cosine: hit.cosine,
+                    lexical_weight: hit.lexical_weight,
+                    explanation: hit.bm25.and_then(|_| explainer.explain(hit.key)),
+                },
+                None => explainer.retrieved(hit.key, hit.score),
+            };
+            ranked.push((hit.key, relative_score(hit.score, best), reason));
         }
         let tools = ranked
             .into_iter()
@@ -220,12 +195,9 @@ impl ContextBuilder {
         Ok(out)
     }
 
-    /// One ask's ranking, (tool, score, cosine) best first, at most `wanted`, within
-    /// `message.min_relative_score` of its best: its BM25 search over `texts` (the ask with what
-    /// its hints add, "email her" a sent email, as the message), fused in hybrid retrieval with
-    /// its `nearest` tool vectors. Empty for an ask of too little evidence (its best BM25 score
-    /// a word under `message.min_evidence`, and in hybrid retrieval its nearest cosine under
-    /// `message.min_cosine`).
+    /// One ask's ranking, (tool, score, cosine) best first, at most `wanted`: the
+    /// [`Self::evident_ranking`] of its `texts` (the ask with what its hints add, "email her" a
+    /// sent email, as the message) and, in hybrid retrieval, its `nearest` tool vectors.
     fn ask_ranking<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -234,37 +206,66 @@ impl ContextBuilder {
         nearest: Option<(HybridPolicy, &[ToolCosine<'a>])>,
         wanted: usize,
     ) -> Result<Vec<AskHit<'a>>, SelectError> {
-        let m = &self.policy().message;
-        let depth = nearest.map_or(wanted, |(h, _)| h.depth.max(wanted));
         let query = weighted_terms(snapshot, &TOOLS, texts)?;
         let terms: Vec<(&str, f32)> = query.iter().collect();
-        let hashed = HashedQuery::new(&terms);
-        let (hits, _filtered) = self.search_tools(snapshot, &terms, &hashed, depth)?;
+        let words = word_count(ask.text);
+        let ranking = self.evident_ranking(snapshot, &terms, words, nearest, wanted)?;
+        Ok(ranking
+            .unwrap_or_default()
+            .into_iter()
+            .map(|h| (h.key, h.score, h.cosine))
+            .collect())
+    }
+
+    /// What the message channel and each ask read of a query of their own: its BM25 search
+    /// over `terms` (a text of `words` words), fused in hybrid retrieval with the `nearest`
+    /// tool vectors to it, at most `k`, best first, each within `message.min_relative_score`
+    /// of the best. `None` when its evidence is too thin: its best BM25 score a word under
+    /// `message.min_evidence` and, in hybrid retrieval, its nearest cosine under
+    /// `message.min_cosine`. In lexical retrieval a hit's `bm25` is its score and its
+    /// lexical weight 1.
+    fn evident_ranking<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        terms: &[(&str, f32)],
+        words: usize,
+        nearest: Option<(HybridPolicy, &[ToolCosine<'a>])>,
+        k: usize,
+    ) -> Result<Option<Vec<FusedHit<'a>>>, SelectError> {
+        let m = &self.policy().message;
+        let depth = nearest.map_or(k, |(h, _)| h.depth.max(k));
+        let hashed = HashedQuery::new(terms);
+        // The hits a tag filter turns away were reported by the conversation's search.
+        let (hits, _filtered) = self.search_tools(snapshot, terms, &hashed, depth)?;
         drop(hashed);
-        let words = word_count(ask.text).max(1);
+        let words = words.max(1);
         let best_bm25 = hits.first().map_or(0.0, |h| h.score);
         let lexical_evidence = best_bm25 / words as f32 >= m.min_evidence;
-        let mut ranked: Vec<AskHit<'a>> = match nearest {
+        let mut ranked = match nearest {
             Some((policy, nearest)) => {
                 let cosine = nearest.first().map_or(f32::NEG_INFINITY, |&(_, c)| c);
                 if !lexical_evidence && cosine < m.min_cosine {
-                    return Ok(Vec::new());
+                    return Ok(None);
                 }
-                fuse(&hits, nearest.to_vec(), words, &policy, wanted)
-                    .iter()
-                    .map(|h| (h.key, h.score, h.cosine))
-                    .collect()
+                fuse(&hits, nearest.to_vec(), words, &policy, k)
             }
             None if lexical_evidence => hits
                 .iter()
-                .take(wanted)
-                .map(|h| (h.key, h.score, None))
+                .take(k)
+                .map(|h| FusedHit {
+                    key: h.key,
+                    attachment: h.attachment,
+                    score: h.score,
+                    bm25: Some(h.score),
+                    cosine: None,
+                    lexical_weight: 1.0,
+                })
                 .collect(),
-            None => return Ok(Vec::new()),
+            None => return Ok(None),
         };
-        let best = ranked.first().map_or(0.0, |&(_, s, _)| s);
-        ranked.retain(|&(_, score, _)| score >= m.min_relative_score * best);
-        Ok(ranked)
+        let best = ranked.first().map_or(0.0, |h| h.score);
+        ranked.retain(|h| h.score >= m.min_relative_score * best);
+        Ok(Some(ranked))
     }
 
     /// The turn's own tools from its searches: the pinned ones, then the `message` channel's,
