@@ -82,6 +82,10 @@ pub struct Ask<'m> {
 /// assert_eq!(texts, ["refund the last payment from alice@example.com", "email her a receipt"]);
 /// // "and Lisbon" names no request of its own.
 /// assert_eq!(asks("find flights between Berlin and Lisbon").len(), 1);
+/// // A statement is an ask that asks for nothing: it brings no tool of its own.
+/// let requests: Vec<bool> = asks("refund it in full, the customer got billed twice")
+///     .iter().map(|a| a.request).collect();
+/// assert_eq!(requests, [true, false]);
 /// ```
 pub fn asks(message: &str) -> Vec<Ask<'_>> {
     asks_in(message, true, usize::MAX)
