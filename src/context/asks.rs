@@ -11,10 +11,12 @@
 //! - each sentence of a line;
 //! - each clause of a sentence, cut at a comma or a semicolon, or before a joining word that
 //!   starts a new request (`and`, `then`, `and then`, `also`, `plus`, `as well as`, `after
-//!   that`); never inside brackets ("(src/billing/tax.py, line 12)") or a number ("4,200").
+//!   that`); never inside brackets ("(src/billing/tax.py, line 12)"), a quotation ("'Q1:
+//!   $5000, Q2: $7000'") or a number ("4,200").
 //!
-//! A piece of fewer than [`ASK_WORDS`] words ("and Lisbon", "then commit", "tires") stays with
-//! the piece before it: it names no request of its own. A piece that states rather than asks
+//! A piece of fewer than [`ASK_WORDS`] words that name something ("and Lisbon", "then
+//! commit", "tires"; a value such as "billing@greenleaf.co" is one such word, a number none)
+//! stays with the piece before it: it names no request of its own. A piece that states rather than asks
 //! ("the customer got billed twice", "I'm going to Rome 9–12 May.": it opens with a subject, a
 //! possessive or "the", and is no question, no want and not addressed to the agent) is an ask
 //! whose [`Ask::request`] is false: it counts, and is read, with the message, but brings no
@@ -32,9 +34,10 @@ use crate::bm25::stop_words::is_stop_word;
 
 use super::policy::SelectionPolicy;
 
-/// The fewest words an ask needs, its joining word and stop words (`a`, `the`, `it`, ...) not
-/// counted: a shorter piece of a message ("and Lisbon", "and a file", "Thanks.") names no
-/// request of its own; "format the code" does.
+/// The fewest words an ask needs, its joining word, stop words (`a`, `the`, `it`, ...) and
+/// numbers not counted, a value ("billing@greenleaf.co") counted once: a shorter piece of a
+/// message ("and Lisbon", "and a file", "Thanks.", "555-0142") names no request of its own;
+/// "format the code" does.
 ///
 /// ```
 /// assert_eq!(capstore::context::ASK_WORDS, 2);
@@ -58,6 +61,10 @@ const JOINERS: &[&str] = &[
     "also",
     "plus",
 ];
+
+/// The words after which the next "and" pairs two things rather than starting a request
+/// ("between a rolling and a canary deploy", "both the logs and the metrics").
+const PAIRS: &[&str] = &["between", "both"];
 
 /// One ask of a message: a slice of it, and its place among the message's asks (from 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,8 +309,8 @@ fn strip_marker(line: &str) -> &str {
 }
 
 /// The clauses of `sentence`: cut at semicolons, at commas, and before each joining word
-/// (after a space or a comma), the joining words left out, but not inside brackets or at a
-/// comma between digits; then a piece of fewer than
+/// (after a space or a comma), the joining words left out, but not inside brackets or a
+/// quotation or at a comma between digits; then a piece of fewer than
 /// [`ASK_WORDS`] words joins the piece before it (the first, the piece after it), so that "the
 /// engine, tires and brakes" or "between Berlin and Lisbon" stay whole.
 fn clauses(sentence: &str) -> Vec<&str> {
@@ -320,29 +327,53 @@ fn clauses(sentence: &str) -> Vec<&str> {
     let mut depth = 0usize;
     let last_close = bytes.iter().rposition(|b| matches!(b, b')' | b']' | b'}'));
     let digit = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_digit);
+    // Nor a quotation ('Q1: $5000, Q2: $7000'): it opens at a quote mark after a space, a
+    // bracket or a colon, and ends at the same mark before a space or punctuation.
+    // (A mark that no later one closes opens nothing, nor does any later one of its kind.)
+    let mut quote_end: Option<usize> = None;
+    // Nor at the "and" that pairs two things after "between" or "both" ("the difference
+    // between a rolling and a canary deploy").
+    let mut pairing = false;
+    let mut unclosed: Vec<u8> = Vec::new();
     while i < bytes.len() {
         match bytes.get(i) {
             Some(b'(' | b'[' | b'{') if last_close.is_some_and(|c| i < c) => depth += 1,
             Some(b')' | b']' | b'}') => depth = depth.saturating_sub(1),
+            Some(&q @ (b'"' | b'\''))
+                if quote_end.is_none() && !unclosed.contains(&q) && opens_quote(bytes, i) =>
+            {
+                quote_end = quote_closing(bytes, i, q);
+                if quote_end.is_none() {
+                    unclosed.push(q);
+                }
+            }
             _ => {}
         }
+        if quote_end.is_some_and(|end| i >= end) {
+            quote_end = None;
+        }
         let boundary = match bytes.get(i) {
-            _ if depth > 0 => None,
+            _ if depth > 0 || quote_end.is_some() => None,
             Some(b',') if i > 0 && digit(i - 1) && digit(i + 1) => None,
             Some(b';' | b',') => Some(i + 1),
             _ if i > 0
                 && matches!(bytes.get(i - 1), Some(b' ' | b','))
                 && bytes.get(i).is_some_and(u8::is_ascii_alphabetic) =>
             {
-                JOINERS
-                    .iter()
-                    .find(|j| joins_at(&lower, i, j))
-                    .map(|j| i + j.len())
+                pairing |= PAIRS.iter().any(|w| joins_at(&lower, i, w));
+                match JOINERS.iter().find(|j| joins_at(&lower, i, j)) {
+                    Some(&"and") if pairing => {
+                        pairing = false;
+                        None
+                    }
+                    joiner => joiner.map(|j| i + j.len()),
+                }
             }
             _ => None,
         };
         match boundary {
             Some(next) => {
+                pairing = false;
                 pieces.push((from, i));
                 from = next;
                 i = next;
@@ -372,15 +403,33 @@ fn clauses(sentence: &str) -> Vec<&str> {
         .collect()
 }
 
-/// How many of `text`'s words are not stop words.
+/// Whether the quote mark at `at` opens a quotation: it starts the text or follows a space,
+/// an opening bracket or a colon.
+fn opens_quote(bytes: &[u8], at: usize) -> bool {
+    at == 0 || matches!(bytes.get(at - 1), Some(b' ' | b'(' | b'[' | b':'))
+}
+
+/// Where the quotation opened by `quote` at `at` ends: the next such mark that ends a word
+/// (before a space, punctuation or the end), if any.
+fn quote_closing(bytes: &[u8], at: usize, quote: u8) -> Option<usize> {
+    (at + 1..bytes.len()).find(|&j| {
+        bytes.get(j) == Some(&quote) && !bytes.get(j + 1).is_some_and(u8::is_ascii_alphanumeric)
+    })
+}
+
+/// How many of `text`'s words name something: a stretch between spaces that holds a word
+/// with a letter that is no stop word. A value is one word, however many parts it has
+/// ("billing@greenleaf.co", "receipts/lunch_0412.jpg"), and a number none ("555-0142", "12").
 fn content_words(text: &str) -> usize {
-    let mut count = 0;
-    words(text, |w| {
-        if !is_stop_word(&w.to_lowercase()) {
-            count += 1;
-        }
-    });
-    count
+    text.split_whitespace()
+        .filter(|token| {
+            let mut names = false;
+            words(token, |w| {
+                names |= w.chars().any(char::is_alphabetic) && !is_stop_word(&w.to_lowercase());
+            });
+            names
+        })
+        .count()
 }
 
 /// Whether `joiner` starts at byte `i` of `lower` as a whole word (followed by a space or a
@@ -572,6 +621,70 @@ mod tests {
                 "the build broke again :( so rerun the pipeline",
                 "page the on-call"
             ]
+        );
+    }
+
+    #[test]
+    fn no_cut_inside_a_quotation() {
+        assert_eq!(
+            texts("write 'Q1: $5000, Q2: $7000, Q3: $6000' into report.txt, then email it to Bo"),
+            [
+                "write 'Q1: $5000, Q2: $7000, Q3: $6000' into report.txt",
+                "email it to Bo"
+            ]
+        );
+        assert_eq!(
+            texts("translate \"Thanks for your patience, the part ships Monday\" to Spanish"),
+            ["translate \"Thanks for your patience, the part ships Monday\" to Spanish"]
+        );
+        // A mark that nothing closes opens no quotation.
+        assert_eq!(
+            texts("rename the 'draft folder to archive, then delete old_drafts"),
+            ["rename the 'draft folder to archive", "delete old_drafts"]
+        );
+        // An apostrophe inside a word opens no quotation.
+        assert_eq!(
+            texts("don't restart the api, just scale the workers up"),
+            ["don't restart the api", "just scale the workers up"]
+        );
+    }
+
+    #[test]
+    fn the_and_after_between_or_both_pairs_two_things() {
+        assert_eq!(
+            texts("what's the difference between a rolling and a canary deploy?"),
+            ["what's the difference between a rolling and a canary deploy?"]
+        );
+        assert_eq!(
+            texts("pull both the api logs and the worker logs, and then restart the api"),
+            [
+                "pull both the api logs and the worker logs",
+                "restart the api"
+            ]
+        );
+        // Only the first "and" pairs.
+        assert_eq!(
+            texts("find flights between Berlin and Lisbon and book the cheapest one"),
+            [
+                "find flights between Berlin and Lisbon",
+                "book the cheapest one"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_value_or_a_number_names_no_ask_of_its_own() {
+        for message in [
+            "add Greenleaf Market as a customer in stripe, billing@greenleaf.co",
+            "what's the total on this receipt? receipts/lunch_0412.jpg",
+            "add my new neighbour Hiro Tanaka, 555-0142",
+        ] {
+            assert_eq!(texts(message).len(), 1, "{message:?}: {:?}", texts(message));
+        }
+        // Two words that name something are an ask, numbers or not.
+        assert_eq!(
+            texts("flights from manchester on apr 3, 2 adults 2 kids"),
+            ["flights from manchester on apr 3", "2 adults 2 kids"]
         );
     }
 
