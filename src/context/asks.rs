@@ -16,11 +16,11 @@
 //!
 //! A piece of fewer than [`ASK_WORDS`] words that name something ("and Lisbon", "then
 //! commit", "tires"; a value such as "billing@greenleaf.co" is one such word, a number none)
-//! stays with the piece before it: it names no request of its own. A piece that states rather than asks
-//! ("the customer got billed twice", "I'm going to Rome 9–12 May.": it opens with a subject, a
-//! possessive or "the", and is no question, no want and not addressed to the agent) is an ask
-//! whose [`Ask::request`] is false: it counts, and is read, with the message, but brings no
-//! tool of its own. A message that
+//! stays with the piece before it: it names no request of its own. A piece that states rather
+//! than asks ("the customer got billed twice", "I'm going to Rome 9–12 May.": it opens with a
+//! subject, a possessive or "the", and is no question, no want and not addressed to the agent)
+//! is an ask whose [`Ask::request`] is false: it counts, and is read, with the message, but
+//! brings no tool of its own. A message that
 //! comes out as one piece has one ask, itself, and no ask channel. A selection reads a
 //! follow-up, and a message of more clauses than `message.max_asks`, by its sentences and
 //! lines only (a follow-up's clauses point back; a query that names many tools in a few
@@ -331,10 +331,10 @@ fn clauses(sentence: &str) -> Vec<&str> {
     // bracket or a colon, and ends at the same mark before a space or punctuation.
     // (A mark that no later one closes opens nothing, nor does any later one of its kind.)
     let mut quote_end: Option<usize> = None;
+    let mut unclosed: Vec<u8> = Vec::new();
     // Nor at the "and" that pairs two things after "between" or "both" ("the difference
     // between a rolling and a canary deploy").
     let mut pairing = false;
-    let mut unclosed: Vec<u8> = Vec::new();
     while i < bytes.len() {
         match bytes.get(i) {
             Some(b'(' | b'[' | b'{') if last_close.is_some_and(|c| i < c) => depth += 1,
