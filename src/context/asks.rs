@@ -360,8 +360,8 @@ fn clauses(sentence: &str) -> Vec<&str> {
                 && matches!(bytes.get(i - 1), Some(b' ' | b','))
                 && bytes.get(i).is_some_and(u8::is_ascii_alphabetic) =>
             {
-                pairing |= PAIRS.iter().any(|w| joins_at(&lower, i, w));
-                match JOINERS.iter().find(|j| joins_at(&lower, i, j)) {
+                pairing |= PAIRS.iter().any(|w| word_at(&lower, i, w));
+                match JOINERS.iter().find(|j| word_at(&lower, i, j)) {
                     Some(&"and") if pairing => {
                         pairing = false;
                         None
@@ -432,11 +432,11 @@ fn content_words(text: &str) -> usize {
         .count()
 }
 
-/// Whether `joiner` starts at byte `i` of `lower` as a whole word (followed by a space or a
-/// comma).
-fn joins_at(lower: &str, i: usize, joiner: &str) -> bool {
+/// Whether `word` (a joining word, or one that pairs) starts at byte `i` of `lower` as a
+/// whole word (followed by a space or a comma).
+fn word_at(lower: &str, i: usize, word: &str) -> bool {
     lower.get(i..).is_some_and(|rest| {
-        rest.starts_with(joiner) && matches!(rest.as_bytes().get(joiner.len()), Some(b' ' | b','))
+        rest.starts_with(word) && matches!(rest.as_bytes().get(word.len()), Some(b' ' | b','))
     })
 }
 
