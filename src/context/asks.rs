@@ -478,8 +478,9 @@ mod tests {
         let policy = SelectionPolicy::default();
         let message = "Find flights to Rome, book a hotel near Termini, check the weather, \
                        convert 300 euros to dollars, text Ana the dates, add the trip to my \
-                       calendar, and email the itinerary to Bo. Then open a ticket about the \
-                       expense report.";
+                       calendar, rent a car at the airport, reserve a table at Roscioli, \
+                       renew my passport, set an out-of-office reply, and email the itinerary \
+                       to Bo. Then open a ticket about the expense report.";
         assert!(asks(message).len() > policy.message.max_asks);
         let (searched, count) = asks_for_selection(message, false, &policy);
         let read: Vec<&str> = searched.into_iter().map(|a| a.text).collect();

@@ -205,7 +205,7 @@
 //! | `match_exact_names` | true |
 //! | `on_no_match` | pinned only |
 //! | `explain` | true |
-//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5, `per_ask` 1, `max_asks` 6 |
+//! | `message` | `max_tools` 4, `min_relative_score` 0.5, `min_evidence` 0.3, `min_cosine` 0.5, `per_ask` 1, `max_asks` 10 |
 //! | `request` | `max_tokens` 4,000, `tokens_per_ask` 600, `depth` 60, `min_relative_score` 0.5 |
 //! | `companions` | `max_tools` 4, `min_share` 0.3, `min_turns` 2 |
 //! | `hints` | weight 1; shapes: channel, issue number, mention, email address, URL, file, phone number; [`HintPolicy::default_phrases`] |

@@ -214,7 +214,9 @@ pub struct MessagePolicy {
     pub per_ask: usize,
     /// A message of more asks than this is a task's description rather than a list of
     /// requests: its sentences' best tools are too many to guarantee each a place, and what it
-    /// needs is found by its units ([`RequestPolicy`]). Default 6.
+    /// needs is found by its units ([`RequestPolicy`]). Default 10: so many asks' bests still
+    /// fit the turn's 11 places (`max_turn_tools`), one to spare; a multi-paragraph request
+    /// ("book the flight … cancel it … then tweet about it") keeps each ask's tool.
     pub max_asks: usize,
 }
 
@@ -226,7 +228,7 @@ impl Default for MessagePolicy {
             min_evidence: 0.3,
             min_cosine: 0.5,
             per_ask: 1,
-            max_asks: 6,
+            max_asks: 10,
         }
     }
 }
