@@ -638,3 +638,75 @@ fn a_request_spends_its_budget_on_the_message_ranking_past_the_turns_own_tools()
         selection.dropped
     );
 }
+
+/// A task's description (more asks than `message.max_asks`) is searched by its sentences, but
+/// their best tools come after its units and within the caller's ceiling: three sentences'
+/// bests (~250 tokens) went past a ceiling of 200, and left the server the task names no room.
+#[test]
+fn a_tasks_description_stays_within_the_callers_ceiling() {
+    use capstore::context::{ListSize, Reason, RequestPolicy};
+    use capstore::skills::register_skill;
+    use capstore::{Skill, Tool};
+    let topics = ["parks", "weather", "flights", "hotels", "recipes"];
+    let store = Store::new();
+    store
+        .write(|tx| {
+            for topic in topics {
+                let tools = ["search", "details"].map(|verb| {
+                    Tool::new(
+                        format!("{verb}_{topic}"),
+                        format!(
+                            "{verb} {topic}: finds {topic} by name, place or date and returns \
+                             each with its name, place, dates, prices, ratings, opening hours, \
+                             contact details and a short summary written for travellers who \
+                             plan a trip and compare {topic} before they choose."
+                        ),
+                    )
+                    .with_source(topic)
+                });
+                register_skill(tx, Skill::new(topic, ""), tools.to_vec())?;
+            }
+            Ok::<(), capstore::skills::SkillError>(())
+        })
+        .expect("catalog");
+    // A ceiling that one server (two tools of ~80 tokens) fits; a turn of two tools of its
+    // own, so that the sentences' bests are the ask channel's, past the conversation's.
+    let ceiling = 200;
+    let policy = SelectionPolicy {
+        max_turn_tools: 2,
+        request: RequestPolicy {
+            max_tokens: ceiling,
+            ..RequestPolicy::default()
+        },
+        ..SelectionPolicy::default()
+    };
+    let builder = ContextBuilder::with_policy(policy).expect("policy");
+    // Twelve clauses in four sentences: a description, whose sentences are its asks.
+    let message = "Search parks near Denver, read the parks details, compare parks by rating. \
+                   Check the weather there, the weather alerts, the weather for Sunday. \
+                   Search flights to Denver, compare flights by price, read flights details. \
+                   Search hotels near the parks, read hotels details, compare hotels prices.";
+    assert!(capstore::context::asks(message).len() > builder.policy().message.max_asks);
+    let selection = builder
+        .select(&store.snapshot(), &Turn::new(message))
+        .expect("select");
+    assert!(
+        matches!(selection.size, ListSize::Request { budget, .. } if budget == ceiling),
+        "{:?}",
+        selection.size
+    );
+    assert!(
+        selection.tokens <= ceiling,
+        "{} tokens past the ceiling of {ceiling}: {:?}",
+        selection.tokens,
+        selection.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        selection
+            .tools
+            .iter()
+            .any(|t| matches!(t.reasons[0], Reason::Unit { .. })),
+        "a server came whole: {:?}",
+        selection.keys().collect::<Vec<_>>()
+    );
+}

@@ -18,8 +18,12 @@
 //! sent: lexical 70.9 / 53.8 → 72.9 / 57.7, hybrid 73.8 / 57.7 → 75.8 / 59.6, both at fewer
 //! tokens). The budget follows
 //! the request: `request.tokens_per_ask` for each ask, at most `request.max_tokens` (the
-//! caller's ceiling); pinned tools, names written in the message and the asks' best tools are
-//! never cut, and the turn's other tools fill what is left.
+//! caller's ceiling); pinned tools, names written in the message and a list of requests'
+//! asks' best tools are never cut, and the turn's other tools fill what is left. A task's
+//! description (more asks than `message.max_asks`) is searched by its sentences, and their
+//! best tools come after its units, within the budget: ten sentences' bests are ~1,500
+//! tokens, which at a 2,000-token ceiling left the units no room (MCP-Bench hybrid 63.1 /
+//! 40.4 → 53.5 / 28.8 at 2,025 tokens, past the ceiling).
 //!
 //! What the units and the turn's own tools leave of the budget, the message's ranking fills,
 //! best first: a task whose servers are too large to come whole (a medical calculator of 22
@@ -221,7 +225,7 @@ impl ContextBuilder {
     /// The turn's own tools (`needed`, from the merged channels) sized for a request of `asks`
     /// asks: for a message of one ask, or over a catalog with no units (every skill has
     /// text), as they are ([`ListSize::Tools`]); otherwise the tools that are never cut
-    /// (pinned, named, found, the asks' best), then the units' tools, then the rest of
+    /// (pinned, named, found, a list of requests' asks' best), then the units' tools, then the rest of
     /// `needed`, within the request's budget ([`ListSize::Request`]), those the budget cuts
     /// going to `dropped`; and what is left of the budget, the message's ranking fills, best
     /// first. Returns the tools and why the list has that size.
@@ -248,6 +252,8 @@ impl ContextBuilder {
             return Ok(as_they_are(needed));
         }
         let cost = |t: &SelectedTool| estimate_tokens(&t.tool);
+        let description = asks > p.message.max_asks;
+        let never_cut = |t: &SelectedTool| never_cut(t, description);
         let kept: usize = needed.iter().filter(|t| never_cut(t)).map(cost).sum();
         let units =
             self.unit_channel(snapshot, message, budget.saturating_sub(kept), tools_table)?;
@@ -255,7 +261,7 @@ impl ContextBuilder {
             return Ok(as_they_are(needed));
         };
         let (mut tools, rest): (Vec<SelectedTool>, Vec<SelectedTool>) =
-            needed.into_iter().partition(never_cut);
+            needed.into_iter().partition(|t| never_cut(t));
         let mut used = kept;
         for tool in units.into_iter().chain(rest) {
             if tools.iter().any(|t| t.key == tool.key) {
@@ -311,11 +317,13 @@ impl ContextBuilder {
 }
 
 /// Whether a tool of the merged channels stays whatever the request's budget: pinned, named
-/// in the message, found by the model, or an ask's best.
-fn never_cut(tool: &SelectedTool) -> bool {
+/// in the message, found by the model, or an ask's best, unless the request is a task's
+/// `description` (its asks are sentences, whose bests come after its units).
+fn never_cut(tool: &SelectedTool, description: bool) -> bool {
     tool.channel == Channel::Pinned
-        || matches!(
-            tool.reasons.first(),
-            Some(Reason::ExactName { .. } | Reason::Discovered | Reason::Ask { .. })
-        )
+        || match tool.reasons.first() {
+            Some(Reason::ExactName { .. } | Reason::Discovered) => true,
+            Some(Reason::Ask { .. }) => !description,
+            _ => false,
+        }
 }
