@@ -225,10 +225,10 @@ impl ContextBuilder {
     /// The turn's own tools (`needed`, from the merged channels) sized for a request of `asks`
     /// asks: for a message of one ask, or over a catalog with no units (every skill has
     /// text), as they are ([`ListSize::Tools`]); otherwise the tools that are never cut
-    /// (pinned, named, found, a list of requests' asks' best), then the units' tools, then the rest of
-    /// `needed`, within the request's budget ([`ListSize::Request`]), those the budget cuts
-    /// going to `dropped`; and what is left of the budget, the message's ranking fills, best
-    /// first. Returns the tools and why the list has that size.
+    /// (pinned, named, found, a list of requests' asks' best), then the units' tools, then the
+    /// rest of `needed`, within the request's budget ([`ListSize::Request`]), those the budget
+    /// cuts going to `dropped`; and what is left of the budget, the message's ranking fills,
+    /// best first. Returns the tools and why the list has that size.
     pub(super) fn size_for_request<'a>(
         &self,
         snapshot: &'a Snapshot,
@@ -252,16 +252,17 @@ impl ContextBuilder {
             return Ok(as_they_are(needed));
         }
         let cost = |t: &SelectedTool| estimate_tokens(&t.tool);
+        // A task's description: its asks are its sentences, whose bests come after its units.
         let description = asks > p.message.max_asks;
-        let never_cut = |t: &SelectedTool| never_cut(t, description);
-        let kept: usize = needed.iter().filter(|t| never_cut(t)).map(cost).sum();
+        let stays = |t: &SelectedTool| never_cut(t, description);
+        let kept: usize = needed.iter().filter(|t| stays(t)).map(cost).sum();
         let units =
             self.unit_channel(snapshot, message, budget.saturating_sub(kept), tools_table)?;
         let Some(RequestTools { units, ranked }) = units else {
             return Ok(as_they_are(needed));
         };
         let (mut tools, rest): (Vec<SelectedTool>, Vec<SelectedTool>) =
-            needed.into_iter().partition(|t| never_cut(t));
+            needed.into_iter().partition(|t| stays(t));
         let mut used = kept;
         for tool in units.into_iter().chain(rest) {
             if tools.iter().any(|t| t.key == tool.key) {
