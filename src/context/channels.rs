@@ -94,7 +94,8 @@ impl ContextBuilder {
     }
 
     /// Whether the ask channel searches `asks` on their own: two or more, at most
-    /// `message.max_asks` (more is a task's description, whose units say what it needs).
+    /// `message.max_asks` (a task's description has its sentences as asks, searched when they
+    /// are that few; otherwise its units say what it needs).
     pub(super) fn searches_asks(&self, asks: &[Ask<'_>]) -> bool {
         let m = &self.policy().message;
         m.per_ask > 0 && (2..=m.max_asks).contains(&asks.len())

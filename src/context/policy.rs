@@ -503,8 +503,9 @@ impl std::error::Error for PolicyError {}
 
 impl SelectionPolicy {
     /// How many of a message's asks can change its selection: one more than `message.max_asks`
-    /// (a message of more asks has no ask channel), or as many as fill `request.max_tokens` at
-    /// `request.tokens_per_ask`, whichever is more. Counting a message's asks stops there.
+    /// (a message of more asks is a task's description, searched by its sentences if at all),
+    /// or as many as fill `request.max_tokens` at `request.tokens_per_ask`, whichever is more.
+    /// Counting a message's asks stops there.
     pub(super) fn asks_that_count(&self) -> usize {
         let r = &self.request;
         let to_ceiling = match r.tokens_per_ask {
