@@ -120,7 +120,7 @@ pub(super) fn asks_for_selection<'m>(
         at_most,
     );
     let count = asks.len();
-    if follow_up || count <= policy.message.max_asks {
+    if follow_up || !policy.describes_a_task(count) {
         return (asks, count);
     }
     (

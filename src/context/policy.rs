@@ -502,6 +502,13 @@ impl std::fmt::Display for PolicyError {
 impl std::error::Error for PolicyError {}
 
 impl SelectionPolicy {
+    /// Whether a message of `asks` asks is a task's description rather than a list of
+    /// requests: more asks than `message.max_asks`. It is read by its sentences, and their best
+    /// tools come after its units, within the request's budget.
+    pub(super) fn describes_a_task(&self, asks: usize) -> bool {
+        asks > self.message.max_asks
+    }
+
     /// How many of a message's asks can change its selection: one more than `message.max_asks`
     /// (a message of more asks is a task's description, searched by its sentences if at all),
     /// or as many as fill `request.max_tokens` at `request.tokens_per_ask`, whichever is more.

@@ -253,7 +253,7 @@ impl ContextBuilder {
         }
         let cost = |t: &SelectedTool| estimate_tokens(&t.tool);
         // A task's description: its asks are its sentences, whose bests come after its units.
-        let description = asks > p.message.max_asks;
+        let description = p.describes_a_task(asks);
         let stays = |t: &SelectedTool| never_cut(t, description);
         let kept: usize = needed.iter().filter(|t| stays(t)).map(cost).sum();
         let units =
