@@ -32,6 +32,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::bm25::ascii_words::{has_word, word_count, words};
 use crate::bm25::stop_words::is_stop_word;
 
+use super::hints::quotations;
 use super::policy::SelectionPolicy;
 
 /// The fewest words an ask needs, its joining word, stop words (`a`, `the`, `it`, ...) and
@@ -327,11 +328,9 @@ fn clauses(sentence: &str) -> Vec<&str> {
     let mut depth = 0usize;
     let last_close = bytes.iter().rposition(|b| matches!(b, b')' | b']' | b'}'));
     let digit = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_digit);
-    // Nor a quotation ('Q1: $5000, Q2: $7000'): it opens at a quote mark after a space, a
-    // bracket or a colon, and ends at the same mark before a space or punctuation.
-    // (A mark that no later one closes opens nothing, nor does any later one of its kind.)
-    let mut quote_end: Option<usize> = None;
-    let mut unclosed: Vec<u8> = Vec::new();
+    // Nor a quotation ('Q1: $5000, Q2: $7000').
+    let quoted = quotations(&lower);
+    let in_quotation = |at: usize| quoted.iter().any(|span| span.contains(&at));
     // Nor at the "and" that pairs two things after "between" or "both" ("the difference
     // between a rolling and a canary deploy").
     let mut pairing = false;
@@ -339,21 +338,10 @@ fn clauses(sentence: &str) -> Vec<&str> {
         match bytes.get(i) {
             Some(b'(' | b'[' | b'{') if last_close.is_some_and(|c| i < c) => depth += 1,
             Some(b')' | b']' | b'}') => depth = depth.saturating_sub(1),
-            Some(&q @ (b'"' | b'\''))
-                if quote_end.is_none() && !unclosed.contains(&q) && opens_quote(bytes, i) =>
-            {
-                quote_end = quote_closing(bytes, i, q);
-                if quote_end.is_none() {
-                    unclosed.push(q);
-                }
-            }
             _ => {}
         }
-        if quote_end.is_some_and(|end| i >= end) {
-            quote_end = None;
-        }
         let boundary = match bytes.get(i) {
-            _ if depth > 0 || quote_end.is_some() => None,
+            _ if depth > 0 || in_quotation(i) => None,
             Some(b',') if i > 0 && digit(i - 1) && digit(i + 1) => None,
             Some(b';' | b',') => Some(i + 1),
             _ if i > 0
@@ -401,20 +389,6 @@ fn clauses(sentence: &str) -> Vec<&str> {
         .into_iter()
         .filter_map(|(start, end)| sentence.get(start..end))
         .collect()
-}
-
-/// Whether the quote mark at `at` opens a quotation: it starts the text or follows a space,
-/// an opening bracket or a colon.
-fn opens_quote(bytes: &[u8], at: usize) -> bool {
-    at == 0 || matches!(bytes.get(at - 1), Some(b' ' | b'(' | b'[' | b':'))
-}
-
-/// Where the quotation opened by `quote` at `at` ends: the next such mark that ends a word
-/// (before a space, punctuation or the end), if any.
-fn quote_closing(bytes: &[u8], at: usize, quote: u8) -> Option<usize> {
-    (at + 1..bytes.len()).find(|&j| {
-        bytes.get(j) == Some(&quote) && !bytes.get(j + 1).is_some_and(u8::is_ascii_alphanumeric)
-    })
 }
 
 /// How many of `text`'s words name something: a stretch between spaces that holds a word

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
@@ -220,8 +221,8 @@ impl PhraseHint {
     /// assert!(hint.matches("ok, show me etl_daily.py") && !hint.matches("me show"));
     /// ```
     pub fn matches(&self, message: &str) -> bool {
-        let lower = lowercase(message);
-        let words: Vec<&str> = words_of(&lower).collect();
+        let text = phrase_text(message);
+        let words: Vec<&str> = words_of(&text).collect();
         let compiled = Compiled::new(0, self);
         compiled.says_at_any(&words)
     }
@@ -240,7 +241,8 @@ impl PhraseHint {
 ///   `etl_daily.py` or `~/notes/` a file, `+1 415 555 0199` a phone number.
 /// - **Chat phrasings of common actions** ([`PhraseHint`]): "tell", "ping", "let … know" mean
 ///   *send a message*; "text her" an SMS; "ack" *acknowledge*; "show me" *read, get*; "when's
-///   my" a calendar's events.
+///   my" a calendar's events. A phrase is not read inside a quotation: that is a value the
+///   person gives (put a "Welcome Felix" lunch in my calendar), not what they ask for.
 ///
 /// Each hint found adds its terms to the query, at [`HintPolicy::weight`] of the message's own
 /// words (an earlier message's hints at that message's weight), and in hybrid retrieval to the
@@ -481,6 +483,65 @@ fn lowercase(message: &str) -> String {
     }
 }
 
+/// `message` as phrases read it: lowercased ([`lowercase`]), each quotation's text blanked. A
+/// quotation is a value the person gives (a title, a text to send: put a "Welcome Felix"
+/// lunch in my calendar), not what they ask for, so no phrase is read in it.
+fn phrase_text(message: &str) -> String {
+    let lower = lowercase(message);
+    let spans = quotations(&lower);
+    if spans.is_empty() {
+        return lower;
+    }
+    let mut bytes = lower.into_bytes();
+    for span in spans {
+        // ASCII bytes only: a character of several bytes stays whole, so the text stays UTF-8.
+        for byte in bytes.get_mut(span).into_iter().flatten() {
+            if byte.is_ascii() {
+                *byte = b' ';
+            }
+        }
+    }
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// The quotations of `text`, each from its opening mark up to (not including) its closing
+/// one, as byte ranges. A quote mark (`"` or `'`) opens one at the start of the text or after
+/// a space, an opening bracket or a colon, and the same mark closes it where it ends a word
+/// (before a space, punctuation or the end). A mark that nothing closes opens nothing, nor
+/// does any later mark of its kind; an apostrophe inside a word ("don't") opens nothing.
+pub(super) fn quotations(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut unclosed: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let opener = match bytes.get(i) {
+            Some(&q @ (b'"' | b'\''))
+                if !unclosed.contains(&q)
+                    && (i == 0 || matches!(bytes.get(i - 1), Some(b' ' | b'(' | b'[' | b':'))) =>
+            {
+                Some(q)
+            }
+            _ => None,
+        };
+        if let Some(quote) = opener {
+            let closing = (i + 1..bytes.len()).find(|&j| {
+                bytes.get(j) == Some(&quote)
+                    && !bytes.get(j + 1).is_some_and(u8::is_ascii_alphanumeric)
+            });
+            match closing {
+                Some(end) => {
+                    spans.push(i..end);
+                    i = end;
+                }
+                None => unclosed.push(quote),
+            }
+        }
+        i += 1;
+    }
+    spans
+}
+
 /// The words of a lowercased text as hints read them: runs of letters, digits and
 /// apostrophes (`#releases` is `releases`, `when's` one word).
 fn words_of(lower: &str) -> impl Iterator<Item = &str> {
@@ -608,8 +669,8 @@ impl HintMatcher {
         if self.phrases.is_empty() {
             return found;
         }
-        let lower = lowercase(message);
-        let words: Vec<&str> = words_of(&lower).collect();
+        let text = phrase_text(message);
+        let words: Vec<&str> = words_of(&text).collect();
         let wild = self.by_first.get("*").map_or(&[][..], Vec::as_slice);
         let mut said: Vec<usize> = Vec::new();
         for (at, word) in words.iter().enumerate() {
@@ -707,6 +768,38 @@ mod tests {
         assert!(!hint.matches("let the whole sales team know"));
         assert!(PhraseHint::new("when's my", "x").matches("When's my 1:1?"));
         assert!(!PhraseHint::new("", "x").matches("anything"));
+    }
+
+    #[test]
+    fn no_phrase_is_read_inside_a_quotation() {
+        let p = HintPolicy::default();
+        let read = |message| -> Vec<&str> { p.hints(message).iter().map(|h| h.read).collect() };
+        // The event's title says "welcome"; the person asks for a calendar entry.
+        assert!(read("put a \"Welcome Felix\" lunch in my calendar").is_empty());
+        assert_eq!(read("welcome Felix in #general"), ["#general", "welcome"]);
+        // Outside the quotation the phrase is read as ever; inside, no.
+        assert_eq!(read("text him 'see you at 5'"), ["text him"]);
+        assert!(read("the note 'text him later' is done").is_empty());
+        let hint = PhraseHint::new("text him", "sms");
+        assert!(hint.matches("text him now") && !hint.matches("save the note 'text him'"));
+    }
+
+    #[test]
+    fn quotations_open_after_a_space_and_close_at_a_words_end() {
+        let spans = |text| -> Vec<(usize, usize)> {
+            quotations(text)
+                .into_iter()
+                .map(|r| (r.start, r.end))
+                .collect()
+        };
+        assert_eq!(spans("say \"hi, Bo\" to him"), [(4, 11)]);
+        assert_eq!(spans("'a' and \"b\""), [(0, 2), (8, 10)]);
+        // An apostrophe inside a word opens nothing, nor a mark that nothing closes, nor any
+        // later mark of its kind.
+        assert!(spans("don't restart it").is_empty());
+        assert!(spans("rename the 'draft folder, then 'x").is_empty());
+        // A mark of the other kind inside a quotation is part of it.
+        assert_eq!(spans("note \"it's 'fine'\" now"), [(5, 17)]);
     }
 
     #[test]
