@@ -77,6 +77,16 @@ struct Nearest<'a> {
     asks: Vec<Vec<(&'a Arc<str>, f32)>>,
 }
 
+/// The turn's own tools by its query, ranked and cut by the policy ([`ContextBuilder::select`]'s
+/// steps 2 to 4): the tools, whether any candidate matched the turn, the skills that
+/// contributed and the near misses so far.
+struct TurnTools {
+    tools: Vec<SelectedTool>,
+    matched: bool,
+    skills: Vec<MatchedSkill>,
+    dropped: Vec<Dropped>,
+}
+
 impl fmt::Debug for ContextBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContextBuilder")
@@ -187,10 +197,103 @@ impl ContextBuilder {
     /// ```
     pub fn select(&self, snapshot: &Snapshot, turn: &Turn) -> Result<Selection, SelectError> {
         let p = &self.policy;
+        // 1. The query: the message, its history and what their hints add.
         let (texts, own) = weighted_texts(turn, p, &self.hints);
         let query = weighted_terms(snapshot, &TOOLS, &texts)?;
         let borrowed = BorrowedTerms::of(&query);
         let terms = borrowed.as_slice();
+        // The message's asks, each with its hints when they are searched on their own; in
+        // hybrid retrieval, the nearest tool vectors to the message and to each ask.
+        let reads_history = self.reads_history(turn);
+        let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
+        let ask_texts = self.ask_texts(&asks);
+        let Nearest {
+            message: dense,
+            asks: ask_dense,
+        } = self.nearest_to(snapshot, turn, &texts[..own], &ask_texts)?;
+        // Only hybrid fusion reads the message's words (they set its lexical weight).
+        let words = dense.as_ref().map_or(0, |_| word_count(&turn.message));
+        // 2–4. Exact names, skills, the tools' search and the policy: the turn's own tools.
+        let TurnTools {
+            tools: conversation,
+            matched,
+            skills,
+            mut dropped,
+        } = self.turns_tools(snapshot, turn, &texts, terms, dense.as_deref(), words)?;
+        // 5. The message alone: (on a follow-up, whose query read more than the message) the
+        // whole message's best few, and each of its asks' best. Its own query (its text and its
+        // hints' terms) serves the units too: the turn's query itself when the turn reads
+        // nothing else.
+        let tools_table = snapshot.lookup(&TOOLS)?;
+        let own_query = match texts.len() > own {
+            true => Some(weighted_terms(snapshot, &TOOLS, &texts[..own])?),
+            false => None,
+        };
+        let own_terms: Cow<'_, [(&str, f32)]> = match &own_query {
+            Some(own_query) => Cow::Owned(own_query.iter().collect()),
+            None => Cow::Borrowed(terms),
+        };
+        let message = if reads_history {
+            self.message_channel(snapshot, turn, &own_terms, dense.as_deref(), tools_table)?
+        } else {
+            Vec::new()
+        };
+        let ask_tools = self.ask_channel(snapshot, &asks, &ask_texts, &ask_dense, tools_table)?;
+        let (needed, _) = self.merge_channels(
+            message,
+            ask_tools,
+            conversation,
+            reads_history,
+            &mut dropped,
+        );
+        // 6. A request of several asks: its units, within a budget that follows it.
+        let view = MessageView {
+            terms: &own_terms,
+            words,
+            dense: dense.as_deref(),
+        };
+        let (tools, size) = self.size_for_request(
+            snapshot,
+            &view,
+            ask_count,
+            needed,
+            tools_table,
+            &mut dropped,
+        )?;
+        // 7. Companions; 8. the list carried across turns.
+        let (needed, tokens) = self.with_companions(snapshot, tools, tools_table, &mut dropped)?;
+        let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
+            self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
+        } else {
+            (needed, tokens)
+        };
+        Ok(Selection {
+            version: snapshot.version(),
+            tools,
+            dropped,
+            skills,
+            query,
+            tokens,
+            no_match: !matched,
+            size,
+        })
+    }
+
+    /// The turn's own tools by its query (`texts`, read as `terms`), before the message's own
+    /// channels: the pinned tools and skills, the tools named in the message, the matched
+    /// skills' tools and the tools' search (fused with the message's nearest tool vectors
+    /// `dense` in hybrid retrieval, its `words` setting the lexical weight), ranked and cut by
+    /// the policy; with the skills that contributed and the near misses.
+    fn turns_tools(
+        &self,
+        snapshot: &Snapshot,
+        turn: &Turn,
+        texts: &[(&str, f32)],
+        terms: &[(&str, f32)],
+        dense: Option<&[(&Arc<str>, f32)]>,
+        words: usize,
+    ) -> Result<TurnTools, SelectError> {
+        let p = &self.policy;
         // Hashed and ordered once for both searches (tools and skills).
         let hashed = HashedQuery::new(terms);
         let mut candidates = Candidates::new(snapshot)?;
@@ -198,9 +301,8 @@ impl ContextBuilder {
         // was a few hundred instructions a turn.
         let mut dropped = Vec::with_capacity(MAX_TOOLS_NEAR_MISSES);
         let mut skills = Vec::with_capacity(p.max_skills.saturating_mul(2).min(16));
-
         self.add_unsearched(snapshot, turn, &mut candidates, &mut skills, &mut dropped)?;
-        self.add_matched_skills(snapshot, &texts, &hashed, &mut candidates, &mut skills)?;
+        self.add_matched_skills(snapshot, texts, &hashed, &mut candidates, &mut skills)?;
         // The hits borrow their keys from the snapshot's index; added in turn below.
         let k = self.tools_search_k(!candidates.is_empty(), turn);
         let hybrid = match p.retrieval {
@@ -209,20 +311,9 @@ impl ContextBuilder {
         };
         let search_k = hybrid.map_or(k, |h| k.max(h.depth));
         let (hits, filtered) = self.search_tools(snapshot, terms, &hashed, search_k)?;
-        let reads_history = self.reads_history(turn);
-        let (asks, ask_count) = asks_for_selection(&turn.message, reads_history, p);
-        // Each ask's text with its hints, when its asks are searched on their own.
-        let ask_texts = self.ask_texts(&asks);
-        // Hybrid retrieval's nearest tool vectors to the message and to each ask.
-        let Nearest {
-            message: dense,
-            asks: ask_dense,
-        } = self.nearest_to(snapshot, turn, &texts[..own], &ask_texts)?;
-        // Only hybrid fusion reads the message's words (they set its lexical weight).
-        let words = dense.as_ref().map_or(0, |_| word_count(&turn.message));
         let fused = hybrid
-            .zip(dense.as_ref())
-            .map(|(hybrid, dense)| fuse(&hits, dense.clone(), words, &hybrid, k));
+            .zip(dense)
+            .map(|(hybrid, dense)| fuse(&hits, dense.to_vec(), words, &hybrid, k));
         // Its buffer goes back to the thread for the next turn.
         drop(hashed);
         let explainer = Explainer::new(p.explain.then_some(snapshot.text_index(&TOOLS)?), terms);
@@ -234,7 +325,7 @@ impl ContextBuilder {
         } else {
             None
         };
-        let (conversation, _, matched) = match direct {
+        let (tools, _, matched) = match direct {
             Some(filled) => filled,
             None => {
                 let retrieved = match &fused {
@@ -251,61 +342,11 @@ impl ContextBuilder {
                 )?
             }
         };
-        let tools_table = snapshot.lookup(&TOOLS)?;
-        // The message's own query (its text and its hints' terms), for the message channel
-        // and the units: the turn's query itself when the turn reads nothing else.
-        let own_query = match texts.len() > own {
-            true => Some(weighted_terms(snapshot, &TOOLS, &texts[..own])?),
-            false => None,
-        };
-        let own_terms: Cow<'_, [(&str, f32)]> = match &own_query {
-            Some(own_query) => Cow::Owned(own_query.iter().collect()),
-            None => Cow::Borrowed(terms),
-        };
-        // The message's own tools: (on a follow-up, whose query read more than the message)
-        // the whole message's best few, and each of its asks' best.
-        let message = if reads_history {
-            self.message_channel(snapshot, turn, &own_terms, dense.as_deref(), tools_table)?
-        } else {
-            Vec::new()
-        };
-        let ask_tools = self.ask_channel(snapshot, &asks, &ask_texts, &ask_dense, tools_table)?;
-        let (needed, _) = self.merge_channels(
-            message,
-            ask_tools,
-            conversation,
-            reads_history,
-            &mut dropped,
-        );
-        // A request of several asks: its units, within a budget that follows it.
-        let view = MessageView {
-            terms: &own_terms,
-            words,
-            dense: dense.as_deref(),
-        };
-        let (tools, size) = self.size_for_request(
-            snapshot,
-            &view,
-            ask_count,
-            needed,
-            tools_table,
-            &mut dropped,
-        )?;
-        let (needed, tokens) = self.with_companions(snapshot, tools, tools_table, &mut dropped)?;
-        let (tools, tokens) = if p.keep_previous && !turn.previous.is_empty() {
-            self.carry_over(needed, &turn.previous, tools_table, &mut dropped)
-        } else {
-            (needed, tokens)
-        };
-        Ok(Selection {
-            version: snapshot.version(),
+        Ok(TurnTools {
             tools,
-            dropped,
+            matched,
             skills,
-            query,
-            tokens,
-            no_match: !matched,
-            size,
+            dropped,
         })
     }
 
