@@ -328,7 +328,7 @@ fn clauses(sentence: &str) -> Vec<&str> {
     let mut depth = 0usize;
     let last_close = bytes.iter().rposition(|b| matches!(b, b')' | b']' | b'}'));
     let digit = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_digit);
-    // Nor a quotation ('Q1: $5000, Q2: $7000').
+    // Nor a quotation ('Q1: $5000, Q2: $7000'; [`quotations`] says where one opens and ends).
     let quoted = quotations(&lower);
     let in_quotation = |at: usize| quoted.iter().any(|span| span.contains(&at));
     // Nor at the "and" that pairs two things after "between" or "both" ("the difference
