@@ -516,6 +516,50 @@ fn a_nearest_vector_standing_clear_moves_the_weight_towards_the_vectors() {
 }
 
 #[test]
+fn a_message_longer_than_its_gist_leans_on_bm25_which_read_all_of_it() {
+    let store = store();
+    embed_missing(&store, &Topics).expect("embed");
+    let snap = store.snapshot();
+    let builder = hybrid_with(HybridPolicy::default());
+    // The lexical weight a turn's first hybrid reason reports.
+    let weight = |message: &str| {
+        let selection = builder.select(&snap, &Turn::new(message)).expect("select");
+        let reasons = selection.tools.iter().flat_map(|t| t.reasons.iter());
+        reasons
+            .filter_map(|r| match r {
+                Reason::Hybrid { lexical_weight, .. } => Some(*lexical_weight),
+                _ => None,
+            })
+            .next()
+            .expect("a hybrid reason")
+    };
+    // A short message: the curve's weight, under its top.
+    let short = weight("please bill the customer for the work we did");
+    assert!(short < 0.85, "{short}");
+    // The same ask in a task's description of 80 words: the embedder read its gist (the first
+    // 64 words that are not stop words), BM25 every word, and it takes the largest share.
+    let long = format!(
+        "please bill the customer for the work we did {}",
+        "and note the hours spent on the garden wall repair ".repeat(7)
+    );
+    assert!(long.split_whitespace().count() > capstore::context::GIST_WORDS);
+    assert_eq!(weight(&long), HybridPolicy::default().max_lexical_weight);
+    // A fixed weight stays fixed.
+    let fixed = hybrid(0.4)
+        .select(&snap, &Turn::new(long.as_str()))
+        .expect("select");
+    let fixed_weight = fixed
+        .tools
+        .iter()
+        .flat_map(|t| t.reasons.iter())
+        .find_map(|r| match r {
+            Reason::Hybrid { lexical_weight, .. } => Some(*lexical_weight),
+            _ => None,
+        });
+    assert_eq!(fixed_weight, Some(0.4));
+}
+
+#[test]
 fn vectors_of_another_model_or_of_removed_tools_are_never_used() {
     let store = store();
     embed_missing(&store, &Topics).expect("embed");

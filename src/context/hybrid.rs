@@ -164,7 +164,7 @@ pub(super) fn fuse<'a>(
         _ => (0.0, 0.0),
     };
     let separation = dense.get(1).map_or(0.0, |&(_, second)| best_cos - second);
-    let w = policy.lexical_weight(best_bm25 / words.max(1) as f32, separation);
+    let w = lexical_weight(policy, words, best_bm25, separation);
     let mut fused: Vec<FusedHit<'a>> = Vec::with_capacity(lexical.len() + dense.len());
     let mut at: HashMap<&str, usize> = HashMap::with_capacity(fused.capacity());
     for hit in lexical {
@@ -200,6 +200,20 @@ pub(super) fn fuse<'a>(
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(b.key)));
     fused.truncate(k);
     fused
+}
+
+/// The lexical side's share of a message of `words` words whose best BM25 score is
+/// `best_bm25` and whose nearest tool vector stands `separation` above the second
+/// ([`HybridPolicy::lexical_weight`]). A message longer than [`GIST_WORDS`] words was embedded by
+/// its [`gist`], at most `GIST_WORDS` of its words from its start, and BM25 read all of it: the
+/// lexical side takes its largest share, `max_lexical_weight`. (Its BM25 score per word is low
+/// only because it is long: a task's description of 300 words otherwise went to the vector
+/// of its first lines at 0.2.)
+fn lexical_weight(policy: &HybridPolicy, words: usize, best_bm25: f32, separation: f32) -> f32 {
+    if words > GIST_WORDS {
+        return policy.max_lexical_weight;
+    }
+    policy.lexical_weight(best_bm25 / words.max(1) as f32, separation)
 }
 
 /// Where `score` stands between `floor` (0) and `best` (1); 1 when they are equal.

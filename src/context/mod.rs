@@ -174,7 +174,9 @@
 //!    separation moves the weight towards the vectors when one tool stands out among them,
 //!    which BM25's score alone cannot see. The midpoints are in BM25 score and cosine units
 //!    and were chosen on the public sets (BENCHMARKS.md, "Hybrid retrieval"); on a catalog
-//!    whose scores run higher, set [`HybridPolicy::fixed`] or move `evidence_midpoint`.
+//!    whose scores run higher, set [`HybridPolicy::fixed`] or move `evidence_midpoint`. A
+//!    message of more than [`GIST_WORDS`] words, whose vector reads only its [`gist`], takes
+//!    `max_lexical_weight`: BM25 read all of it (its score per word is low because it is long).
 //! 4. The fused ranking takes the place of the BM25 hits in the rest of the selection: score
 //!    thresholds apply to the fused score, and each tool's [`Reason::Hybrid`] carries the fused
 //!    score, the BM25 score (with its explanation) and the cosine, either possibly absent, and

@@ -60,7 +60,9 @@ pub struct HybridPolicy {
     /// and the vectors single one tool out (0..=1); the dense side has the rest. Default 0.2.
     pub min_lexical_weight: f32,
     /// The lexical side's share when BM25 explains much of it and the vectors hesitate
-    /// (`min_lexical_weight..=1`). Default 0.85.
+    /// (`min_lexical_weight..=1`); and a message's of more than
+    /// [`GIST_WORDS`](super::GIST_WORDS) words, whose vector reads only its
+    /// [`gist`](super::gist()). Default 0.85.
     pub max_lexical_weight: f32,
     /// The BM25 evidence (the best tool's score per word of the message) at which the weight
     /// is halfway between the two. Default 0.5.
