@@ -520,9 +520,8 @@ fn a_message_longer_than_its_gist_leans_on_bm25_which_read_all_of_it() {
     let store = store();
     embed_missing(&store, &Topics).expect("embed");
     let snap = store.snapshot();
-    let builder = hybrid_with(HybridPolicy::default());
-    // The lexical weight a turn's first hybrid reason reports.
-    let weight = |message: &str| {
+    // The lexical weight the first hybrid reason of `builder`'s selection reports.
+    let weight = |builder: &ContextBuilder, message: &str| {
         let selection = builder.select(&snap, &Turn::new(message)).expect("select");
         let reasons = selection.tools.iter().flat_map(|t| t.reasons.iter());
         reasons
@@ -533,30 +532,23 @@ fn a_message_longer_than_its_gist_leans_on_bm25_which_read_all_of_it() {
             .next()
             .expect("a hybrid reason")
     };
+    let builder = hybrid_with(HybridPolicy::default());
     // A short message: the curve's weight, under its top.
-    let short = weight("please bill the customer for the work we did");
+    let short = weight(&builder, "please bill the customer for the work we did");
     assert!(short < 0.85, "{short}");
-    // The same ask in a task's description of 80 words: the embedder read its gist (the first
-    // 64 words that are not stop words), BM25 every word, and it takes the largest share.
+    // The same ask in a task's description of 80 words: the embedder read its gist (at most 64
+    // of its words that are not stop words), BM25 every word, and it takes the largest share.
     let long = format!(
         "please bill the customer for the work we did {}",
         "and note the hours spent on the garden wall repair ".repeat(7)
     );
     assert!(long.split_whitespace().count() > capstore::context::GIST_WORDS);
-    assert_eq!(weight(&long), HybridPolicy::default().max_lexical_weight);
+    assert_eq!(
+        weight(&builder, &long),
+        HybridPolicy::default().max_lexical_weight
+    );
     // A fixed weight stays fixed.
-    let fixed = hybrid(0.4)
-        .select(&snap, &Turn::new(long.as_str()))
-        .expect("select");
-    let fixed_weight = fixed
-        .tools
-        .iter()
-        .flat_map(|t| t.reasons.iter())
-        .find_map(|r| match r {
-            Reason::Hybrid { lexical_weight, .. } => Some(*lexical_weight),
-            _ => None,
-        });
-    assert_eq!(fixed_weight, Some(0.4));
+    assert_eq!(weight(&hybrid(0.4), &long), 0.4);
 }
 
 #[test]
