@@ -31,7 +31,11 @@ pub struct Turn {
     pub discovered: Vec<String>,
     /// The message's vector from the builder's embedder, when the caller made it already (in
     /// a batch, say), of the text [`HintPolicy::embedding_text`](super::HintPolicy::embedding_text)
-    /// gives for the message; hybrid retrieval embeds that text itself otherwise.
+    /// gives for the message. Without it, hybrid retrieval embeds that text itself; but a
+    /// message of more than [`GIST_WORDS`](super::GIST_WORDS) words by its
+    /// [`gist`](super::gist()), and a short message of several asks as the mean of its asks'
+    /// vectors. A message of more than `GIST_WORDS` words takes `max_lexical_weight` in the
+    /// fusion, whatever its vector read.
     pub query_vector: Option<Arc<[f32]>>,
 }
 
