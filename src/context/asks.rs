@@ -27,13 +27,12 @@
 //! sentences is better read by them). Cost: a pass over each
 //! sentence's bytes (a lower-cased copy of it) and its words; a few small lists.
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use crate::bm25::ascii_words::{has_word, word_count, words};
 use crate::bm25::stop_words::is_stop_word;
 
 use super::hints::quotations;
 use super::policy::SelectionPolicy;
+use super::sentences::sentences as line_sentences;
 
 /// The fewest words an ask needs, its joining word, stop words (`a`, `the`, `it`, ...) and
 /// numbers not counted, a value ("billing@greenleaf.co") counted once: a shorter piece of a
@@ -111,8 +110,7 @@ pub(super) fn asks_for_selection<'m>(
     policy: &SelectionPolicy,
 ) -> (Vec<Ask<'m>>, usize) {
     let at_most = policy.asks_that_count();
-    // The sentences the first reading met are kept for the second, which read them again
-    // (finding a long message's sentence boundaries was a sixth of its selection).
+    // The sentences the first reading met are kept for the second, which reads them again.
     let mut sentences = sentences(message);
     let mut met = Vec::new();
     let asks = asks_of(
@@ -134,7 +132,7 @@ pub(super) fn asks_for_selection<'m>(
 fn sentences(message: &str) -> impl Iterator<Item = &str> {
     message
         .lines()
-        .flat_map(|line| strip_marker(line).split_sentence_bounds())
+        .flat_map(|line| line_sentences(strip_marker(line)))
 }
 
 /// The asks of `message`: its lines' sentences, cut into clauses when `split_clauses`; the

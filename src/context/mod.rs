@@ -229,6 +229,7 @@ mod policy;
 mod query;
 mod query_terms;
 mod selection;
+mod sentences;
 mod turn;
 mod units;
 
