@@ -4,14 +4,17 @@
 //! sentence iterator looks up every character's class in its tables, which made finding a
 //! long message's sentences a seventh of its whole selection (callgrind, MCP-Bench's tasks).
 //! Only a few classes decide a sentence's end, so they are read here from the character
-//! itself: ASCII characters take exactly their UAX#29 classes, other characters the class
-//! Rust's character properties give them (white space, lower, upper, other letters) or a
-//! short list (the quotes and brackets that close, the dashes that continue, the full stops
-//! and question marks of other scripts). Tests check the sentences against
-//! `unicode-segmentation`'s on random text of ASCII and such characters. Characters that
-//! extend another (combining accents) are read as any other character, so a terminator
-//! followed by one ends its sentence where UAX#29 would look past the accent. Cost: one pass
-//! over the line's characters, a look ahead past a full stop's closing quotes and spaces.
+//! itself: ASCII characters take their classes from a match, the characters of the blocks most
+//! messages draw on (Latin, Greek, Cyrillic, punctuation, symbols, arrows, CJK punctuation,
+//! full-width forms) from Rust's character properties (white space, lower, upper, other
+//! letters) and short lists (the quotes and brackets that close, the dashes that continue,
+//! the other full stops and question marks). A line that holds any other character (another
+//! script, a combining accent) is split by `unicode-segmentation` itself, so the sentences
+//! are UAX#29's everywhere. Tests check every character of those blocks, and random text,
+//! against `unicode-segmentation`. Cost: one pass over the line's characters, and a look
+//! ahead past a terminator's closing quotes and spaces.
+
+use unicode_segmentation::UnicodeSegmentation;
 
 /// The sentence-break classes that decide where a sentence ends (UAX#29's `Sentence_Break`
 /// values; the rest are `Other`).
@@ -19,7 +22,7 @@
 enum Sb {
     /// A full stop: `.`; it may end an abbreviation ("e.g. the") or a number ("1.5").
     ATerm,
-    /// `!`, `?` and other scripts' sentence ends.
+    /// `!`, `?`, and their doubled and full-width forms (`‼`, `？`, `。`).
     STerm,
     /// Quotes and brackets (`"`, `'`, `)`, `’`, `»`): may follow a terminator in its sentence.
     Close,
@@ -33,14 +36,15 @@ enum Sb {
     Upper,
     /// A letter that is neither lower- nor upper-case.
     OLetter,
-    /// An ASCII digit.
+    /// An ASCII or full-width digit.
     Numeric,
     Other,
 }
 
+/// `c`'s class: UAX#29's for every character [`read_here`].
 fn class(c: char) -> Sb {
     match c {
-        '.' | '\u{2024}' | '\u{FE52}' | '\u{FF0E}' => Sb::ATerm,
+        '.' | '\u{2024}' | '\u{FF0E}' => Sb::ATerm,
         '!'
         | '?'
         | '\u{203C}'
@@ -49,30 +53,22 @@ fn class(c: char) -> Sb {
         | '\u{3002}'
         | '\u{FF01}'
         | '\u{FF1F}'
-        | '\u{FF61}'
-        | '\u{061F}'
-        | '\u{0964}'
-        | '\u{0965}' => Sb::STerm,
-        '"'
-        | '\''
-        | '('
-        | ')'
-        | '['
-        | ']'
-        | '{'
-        | '}'
-        | '«'
-        | '»'
-        | '\u{2018}'..='\u{201F}'
-        | '\u{2039}'
-        | '\u{203A}'
-        | '\u{3008}'..='\u{3011}'
-        | '\u{FF08}'
-        | '\u{FF09}' => Sb::Close,
-        ',' | '-' | ':' | ';' | '\u{2013}' | '\u{2014}' | '\u{3001}' | '\u{FF0C}' | '\u{FF0D}'
-        | '\u{FF1A}' | '\u{FF1B}' => Sb::SContinue,
+        | '\u{FF61}' => Sb::STerm,
+        '"' | '\'' | '(' | ')' | '[' | ']' | '{' | '}' | '«' | '»' => Sb::Close,
+        '\u{2018}'..='\u{201F}' | '\u{2039}' | '\u{203A}' | '\u{2045}' | '\u{2046}' => Sb::Close,
+        '\u{207D}' | '\u{207E}' | '\u{208D}' | '\u{208E}' | '\u{2308}'..='\u{230B}' => Sb::Close,
+        '\u{2329}' | '\u{232A}' | '\u{275B}'..='\u{2760}' | '\u{2768}'..='\u{2775}' => Sb::Close,
+        '\u{27C5}' | '\u{27C6}' | '\u{27E6}'..='\u{27EF}' | '\u{2983}'..='\u{2998}' => Sb::Close,
+        '\u{29D8}'..='\u{29DB}' | '\u{29FC}' | '\u{29FD}' | '\u{3008}'..='\u{3011}' => Sb::Close,
+        '\u{3014}'..='\u{301B}' | '\u{301D}'..='\u{301F}' | '\u{FF08}' | '\u{FF09}' => Sb::Close,
+        '\u{FF3B}' | '\u{FF3D}' | '\u{FF5B}' | '\u{FF5D}' | '\u{FF5F}' | '\u{FF60}' => Sb::Close,
+        '\u{FF62}' | '\u{FF63}' => Sb::Close,
+        ',' | '-' | ':' | ';' | '\u{037E}' | '\u{2013}' | '\u{2014}' | '\u{3001}' => Sb::SContinue,
+        '\u{FF0C}' | '\u{FF0D}' | '\u{FF1A}' | '\u{FF1B}' | '\u{FF64}' => Sb::SContinue,
         '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}' => Sb::Sep,
-        '0'..='9' => Sb::Numeric,
+        '0'..='9' | '\u{FF10}'..='\u{FF19}' => Sb::Numeric,
+        // The title-case letters of these blocks ("ǅ").
+        '\u{1C5}' | '\u{1C8}' | '\u{1CB}' | '\u{1F2}' => Sb::Upper,
         c if c.is_whitespace() => Sb::Sp,
         c if c.is_lowercase() => Sb::Lower,
         c if c.is_uppercase() => Sb::Upper,
@@ -81,11 +77,44 @@ fn class(c: char) -> Sb {
     }
 }
 
+/// Whether [`class`] gives `c` its UAX#29 class: an ASCII character, or one of the blocks most
+/// messages draw on (Latin, Greek, Cyrillic, general punctuation, symbols and arrows, CJK
+/// punctuation, full-width forms) that extends no other character (SB5: a combining accent, a
+/// soft hyphen, a joiner). A test checks every such character against `unicode-segmentation`.
+fn read_here(c: char) -> bool {
+    c.is_ascii()
+        || (matches!(
+            c,
+            '\u{80}'..='\u{2FF}'
+                | '\u{370}'..='\u{52F}'
+                | '\u{2000}'..='\u{2BFF}'
+                | '\u{3000}'..='\u{303F}'
+                | '\u{FF00}'..='\u{FFEF}'
+        ) && !matches!(
+            c,
+            '\u{AD}'
+                | '\u{483}'..='\u{489}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{20D0}'..='\u{20F0}'
+                | '\u{302A}'..='\u{302F}'
+                | '\u{FF9E}'
+                | '\u{FF9F}'
+        ))
+}
+
 /// The sentences of `line`, in order, each with the spaces after it; put together, they are
-/// the line. What `unicode-segmentation`'s `split_sentence_bounds` gives (see the module doc).
+/// the line: what `unicode-segmentation`'s `split_sentence_bounds` gives, and what it finds
+/// itself for a line that holds a character [`class`] does not know (see the module doc).
 pub(super) fn sentences(line: &str) -> impl Iterator<Item = &str> {
+    let known = line.is_ascii() || line.chars().all(read_here);
+    let mut elsewhere = (!known).then(|| line.split_sentence_bounds());
     let mut rest = line;
     std::iter::from_fn(move || {
+        if let Some(sentences) = elsewhere.as_mut() {
+            return sentences.next();
+        }
         if rest.is_empty() {
             return None;
         }
@@ -172,7 +201,7 @@ mod tests {
     use proptest::prelude::*;
     use unicode_segmentation::UnicodeSegmentation;
 
-    use super::sentences;
+    use super::{read_here, sentences};
 
     fn split(text: &str) -> Vec<&str> {
         sentences(text).collect()
@@ -196,12 +225,43 @@ mod tests {
         assert_eq!(split(""), Vec::<&str>::new());
     }
 
+    /// Each character [`read_here`], after and between terminators, letters and spaces, is
+    /// split as `unicode-segmentation` splits it.
+    #[test]
+    fn every_character_read_here_splits_as_unicode_segmentation() {
+        let mut differ = Vec::new();
+        for c in (0x80..=0xFFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| read_here(c))
+        {
+            let texts = [
+                format!("a{c} B"),
+                format!("a.{c} B"),
+                format!("a. {c}b"),
+                format!("a.{c}"),
+                format!("a{c}b. C d"),
+                format!("A{c}. B"),
+                format!("a. {c} B"),
+                format!("a.{c}1"),
+                format!("a!{c} b"),
+                format!("a. {c} b"),
+            ];
+            if texts
+                .iter()
+                .any(|t| split(t) != t.split_sentence_bounds().collect::<Vec<_>>())
+            {
+                differ.push(c);
+            }
+        }
+        assert!(differ.is_empty(), "split otherwise: {differ:?}");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(6_000))]
         #[test]
         fn same_sentences_as_unicode_segmentation(
             text in "([aZ09_.!?:,;'\"()\\[\\]{}\\- \t\r\n\x0B\x0C/#]|’|‘|“|”|«|»|—|–|é|É|ß|Δ|φ|天\
-                     |ア|²|°|\u{2002}|\u{A0}|。|！|？|‼|．|\u{2028}|\u{85}|、|（|）){0,24}"
+                     |ア|²|°|\u{2002}|\u{A0}|。|！|？|‼|．|\u{2028}|\u{85}|、|（|）|۔|।|\u{301}|\u{AD}|ǅ|０){0,24}"
         ) {
             let expected: Vec<&str> = text.split_sentence_bounds().collect();
             prop_assert_eq!(split(&text), expected);
