@@ -161,18 +161,16 @@ fn terminator_end(text: &str, term: Sb, before: Option<Sb>, next: usize) -> Opti
     {
         return None;
     }
-    let tail = text.get(next..).unwrap_or_default();
-    let closing = tail
-        .char_indices()
-        .find(|&(_, c)| class(c) != Sb::Close)
-        .map_or(tail.len(), |(i, _)| i);
-    let spaced = tail.get(closing..).unwrap_or_default();
-    let end = next
-        + closing
-        + spaced
+    // Where the run of characters of class `of` that starts at `at` ends.
+    let run_end = |at: usize, of: Sb| {
+        let tail = text.get(at..).unwrap_or_default();
+        at + tail
             .char_indices()
-            .find(|&(_, c)| class(c) != Sb::Sp)
-            .map_or(spaced.len(), |(i, _)| i);
+            .find(|&(_, c)| class(c) != of)
+            .map_or(tail.len(), |(i, _)| i)
+    };
+    // The closing quotes, then the spaces (SB9, SB10).
+    let end = run_end(run_end(next, Sb::Close), Sb::Sp);
     let Some(first) = class_at(end) else {
         return Some(end);
     };
