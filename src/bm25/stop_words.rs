@@ -62,6 +62,22 @@ pub(crate) fn is_stop_word(token: &str) -> bool {
             .is_ok_and(|i| STOP_WORDS.get(i) == Some(&token))
 }
 
+/// Whether `word`, in any case, is in [`STOP_WORDS`]: `is_stop_word(&word.to_lowercase())`,
+/// with an ASCII word lower-cased on the stack rather than into a new string (a message's
+/// asks ask this of each of their words).
+pub(crate) fn is_stop_word_any_case(word: &str) -> bool {
+    if !word.is_ascii() {
+        return is_stop_word(&word.to_lowercase());
+    }
+    let mut buf = [0u8; LONGEST];
+    let Some(lower) = buf.get_mut(..word.len()) else {
+        return false;
+    };
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    std::str::from_utf8(lower).is_ok_and(is_stop_word)
+}
+
 /// The length of the longest stop word: longer tokens need no look-up.
 const LONGEST: usize = {
     let mut longest = 0;
@@ -243,6 +259,34 @@ mod tests {
                 !is_stop_word_ascii_alphanumeric(other.as_bytes()),
                 "{other}"
             );
+        }
+    }
+
+    #[test]
+    fn the_any_case_check_is_the_check_of_the_lower_cased_word() {
+        let words = STOP_WORDS.iter().map(|w| w.to_string());
+        let others = [
+            "",
+            "Don't",
+            "I'M",
+            "weather",
+            "THÉ",
+            "Über",
+            "İT",
+            "\u{212A}",
+            "aS.",
+            "b2b",
+            "Ourselves",
+        ]
+        .map(String::from);
+        for w in words.chain(others) {
+            for variant in variants(&w) {
+                assert_eq!(
+                    is_stop_word_any_case(&variant),
+                    is_stop_word(&variant.to_lowercase()),
+                    "{variant}"
+                );
+            }
         }
     }
 

@@ -28,7 +28,7 @@
 //! sentence's bytes (a lower-cased copy of it) and its words; a few small lists.
 
 use crate::bm25::ascii_words::{has_word, word_count, words};
-use crate::bm25::stop_words::is_stop_word;
+use crate::bm25::stop_words::is_stop_word_any_case;
 
 use super::hints::quotations;
 use super::policy::SelectionPolicy;
@@ -153,7 +153,7 @@ fn asks_of<'m>(
     // unless it is all the message has.
     let long_enough = |text: &str| {
         let words = match split_clauses {
-            true => content_words(text) >= ASK_WORDS,
+            true => names_at_least(text, ASK_WORDS),
             false => word_count(text) >= SENTENCE_WORDS,
         };
         words && !text.ends_with(':')
@@ -368,11 +368,15 @@ fn clauses(sentence: &str) -> Vec<&str> {
         }
     }
     pieces.push((from, bytes.len()));
-    let words = |&(start, end): &(usize, usize)| sentence.get(start..end).map_or(0, content_words);
+    let names = |&(start, end): &(usize, usize)| {
+        sentence
+            .get(start..end)
+            .is_some_and(|piece| names_at_least(piece, ASK_WORDS))
+    };
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(pieces.len());
     let mut pending: Option<usize> = None;
     for piece in pieces {
-        if words(&piece) >= ASK_WORDS {
+        if names(&piece) {
             merged.push((pending.take().unwrap_or(piece.0), piece.1));
         } else if let Some(last) = merged.last_mut() {
             last.1 = piece.1;
@@ -389,19 +393,19 @@ fn clauses(sentence: &str) -> Vec<&str> {
         .collect()
 }
 
-/// How many of `text`'s words name something: a stretch between spaces that holds a word
-/// with a letter that is no stop word. A value is one word, however many parts it has
-/// ("billing@greenleaf.co", "receipts/lunch_0412.jpg"), and a number none ("555-0142", "12").
-fn content_words(text: &str) -> usize {
-    text.split_whitespace()
-        .filter(|token| {
-            let mut names = false;
-            words(token, |w| {
-                names |= w.chars().any(char::is_alphabetic) && !is_stop_word(&w.to_lowercase());
-            });
-            names
-        })
-        .count()
+/// Whether at least `n` of `text`'s words name something: a stretch between spaces that
+/// holds a word with a letter that is no stop word. A value is one word, however many parts
+/// it has ("billing@greenleaf.co", "receipts/lunch_0412.jpg"), and a number none ("555-0142",
+/// "12"). Reads `text` only as far as its `n`th such word.
+fn names_at_least(text: &str, n: usize) -> bool {
+    let names = |token: &&str| {
+        let mut names = false;
+        words(token, |w| {
+            names = names || (w.chars().any(char::is_alphabetic) && !is_stop_word_any_case(w));
+        });
+        names
+    };
+    n == 0 || text.split_whitespace().filter(names).nth(n - 1).is_some()
 }
 
 /// Whether `word` (a joining word, or one that pairs) starts at byte `i` of `lower` as a

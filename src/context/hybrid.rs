@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::bm25::stop_words::is_stop_word;
+use crate::bm25::stop_words::is_stop_word_any_case;
 use crate::bm25::{Attachment, KeyHit};
 use crate::embed::{self, Embedder};
 
@@ -139,7 +139,7 @@ pub fn gist(message: &str) -> Option<String> {
     message.unicode_words().nth(GIST_WORDS)?;
     let content: Vec<&str> = message
         .unicode_words()
-        .filter(|w| !is_stop_word(&w.to_lowercase()))
+        .filter(|w| !is_stop_word_any_case(w))
         .take(GIST_WORDS)
         .collect();
     Some(content.join(" "))
