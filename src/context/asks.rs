@@ -113,19 +113,17 @@ pub(super) fn asks_for_selection<'m>(
     // The sentences the first reading met are kept for the second, which reads them again.
     let mut sentences = sentences(message);
     let mut met = Vec::new();
-    let asks = asks_of(
+    let pieces = pieces_of(
         sentences.by_ref().inspect(|s| met.push(*s)),
         !follow_up,
         at_most,
     );
-    let count = asks.len();
+    let count = pieces.len();
     if follow_up || !policy.describes_a_task(count) {
-        return (asks, count);
+        return (asks_from(pieces), count);
     }
-    (
-        asks_of(met.into_iter().chain(sentences), false, at_most),
-        count,
-    )
+    let sentences = pieces_of(met.into_iter().chain(sentences), false, at_most);
+    (asks_from(sentences), count)
 }
 
 /// The sentences of `message`'s lines, in order, each line's list marker left out.
@@ -139,15 +137,15 @@ fn sentences(message: &str) -> impl Iterator<Item = &str> {
 /// first `at_most` of them (a selection stops counting where more asks change nothing, so a
 /// long task's description is not cut up to its end).
 pub(super) fn asks_in(message: &str, split_clauses: bool, at_most: usize) -> Vec<Ask<'_>> {
-    asks_of(sentences(message), split_clauses, at_most)
+    asks_from(pieces_of(sentences(message), split_clauses, at_most))
 }
 
-/// [`asks_in`] of a message whose [`sentences`] are `sentences`.
-fn asks_of<'m>(
+/// The texts of [`asks_in`] of a message whose [`sentences`] are `sentences`.
+fn pieces_of<'m>(
     sentences: impl Iterator<Item = &'m str>,
     split_clauses: bool,
     at_most: usize,
-) -> Vec<Ask<'m>> {
+) -> Vec<&'m str> {
     // A sentence or line too short to be a request of its own ("Thanks."; a follow-up's whole
     // sentence, "Sure, go ahead."), or one that introduces a list ("Two things:"), is no ask,
     // unless it is all the message has.
@@ -184,6 +182,12 @@ fn asks_of<'m>(
     if pieces == 1 {
         texts = first.into_iter().collect();
     }
+    texts
+}
+
+/// The asks whose texts are `texts`, in order: each numbered, and judged a request or not
+/// ([`is_request`]; only for the asks a selection keeps, as that reads their words).
+fn asks_from(texts: Vec<&str>) -> Vec<Ask<'_>> {
     texts
         .into_iter()
         .enumerate()
