@@ -403,11 +403,11 @@ fn clauses(sentence: &str) -> Vec<&str> {
 /// "12"). Reads `text` only as far as its `n`th such word.
 fn names_at_least(text: &str, n: usize) -> bool {
     let names = |token: &&str| {
-        let mut names = false;
+        let mut named = false;
         words(token, |w| {
-            names = names || (w.chars().any(char::is_alphabetic) && !is_stop_word_any_case(w));
+            named = named || (w.chars().any(char::is_alphabetic) && !is_stop_word_any_case(w));
         });
-        names
+        named
     };
     n == 0 || text.split_whitespace().filter(names).nth(n - 1).is_some()
 }
