@@ -122,8 +122,8 @@ pub(super) fn asks_for_selection<'m>(
     if follow_up || !policy.describes_a_task(count) {
         return (asks_from(pieces), count);
     }
-    let sentences = pieces_of(met.into_iter().chain(sentences), false, at_most);
-    (asks_from(sentences), count)
+    let by_sentence = pieces_of(met.into_iter().chain(sentences), false, at_most);
+    (asks_from(by_sentence), count)
 }
 
 /// The sentences of `message`'s lines, in order, each line's list marker left out.
