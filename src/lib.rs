@@ -66,21 +66,22 @@ pub mod tools;
 pub mod trace;
 pub mod usage;
 
+pub use embed::VECTORS;
 pub use error::{Error, Result};
 pub use events::{Event, EventBus, EventSubscription};
 pub use exec::{
-    ExecError, Executor, HandlerError, HookContext, HookHandler, HookOutcome, ToolCall,
-    ToolHandler, ToolOutput, UnselectedCallPolicy,
+    ExecError, Executor, HANDLERS, HOOK_HANDLERS, HandlerError, HookContext, HookHandler,
+    HookOutcome, ToolCall, ToolHandler, ToolOutput, UnselectedCallPolicy,
 };
-pub use hooks::{Hook, HookEvent};
-pub use skills::Skill;
+pub use hooks::{HOOKS, HOOKS_BY_EVENT, HOOKS_BY_MATCHER, Hook, HookEvent};
+pub use skills::{
+    SKILLS, SKILLS_BY_CATEGORY, SKILLS_BY_DEPENDENCY, SKILLS_BY_TAG, SKILLS_BY_TOOL, Skill,
+};
 pub use store::{
     Change, ChangeKind, ChangeSet, CommitInfo, Snapshot, Store, StoreError, Subscription, WatchSet,
     Watcher, WriteTxn,
 };
-pub use tables::{
-    HANDLERS, HOOK_HANDLERS, HOOKS, HOOKS_BY_EVENT, HOOKS_BY_MATCHER, SKILLS, SKILLS_BY_CATEGORY,
-    SKILLS_BY_DEPENDENCY, SKILLS_BY_TAG, SKILLS_BY_TOOL, TOOLS, TOOLS_BY_NAME, TOOLS_BY_SKILL,
-    TOOLS_BY_SOURCE, TOOLS_BY_TAG, USAGE, VECTORS,
+pub use tools::{
+    InputSchema, TOOLS, TOOLS_BY_NAME, TOOLS_BY_SKILL, TOOLS_BY_SOURCE, TOOLS_BY_TAG, Tool,
 };
-pub use tools::{InputSchema, Tool};
+pub use usage::USAGE;

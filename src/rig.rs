@@ -118,10 +118,11 @@ use serde_json::{Value, json};
 use crate::context::{
     ContextBuilder, Conversation, DropReason, Dropped, SelectError, Selection, Turn,
 };
+use crate::exec::HANDLERS;
 use crate::exec::{ExecError, Executor, ToolCall};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store, StoreError};
-use crate::tables::{HANDLERS, TOOLS};
+use crate::tools::TOOLS;
 use crate::usage::{UsageQueue, UsageRecorder};
 
 /// capstore's selection as a rig agent's tool index: give it to

@@ -15,7 +15,7 @@ use crate::events::{Event, EventBus, Ticket};
 use crate::exec::{Executor, ToolCall};
 use crate::provider::{Provider, ToolExport};
 use crate::store::{Snapshot, Store, StoreError};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::usage::{UsageQueue, UsageRecorder};
 
 use super::approval::{Approvals, Decision, Verdict};

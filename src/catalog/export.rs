@@ -2,9 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::skills::SKILLS;
 use crate::skills::Skill;
 use crate::store::{Snapshot, Store};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::check::check;

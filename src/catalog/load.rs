@@ -1,11 +1,12 @@
 //! Writing a checked catalog into a store: references resolved first, then one all-or-nothing
 //! group of writes.
 
+use crate::skills::SKILLS;
 #[cfg(test)]
 use crate::skills::register_skill;
 use crate::skills::{SkillError, dependency_closure};
 use crate::store::{Snapshot, Store, WriteTxn};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::check::{Checked, ToolAt, check};

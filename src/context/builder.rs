@@ -12,9 +12,10 @@ use std::sync::Arc;
 use crate::bm25::ascii_words::word_count;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::{Embedder, NearestCache};
+use crate::skills::SKILLS;
 use crate::skills::closure_of;
 use crate::store::{RowLookup, Snapshot};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::asks::asks_for_selection;

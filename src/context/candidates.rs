@@ -14,7 +14,7 @@ use crate::bm25::{
     Attachment, Bm25Index, Explanation, KeyHit, best_first_key, put_back, take_from,
 };
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::key_table::{KeyTable, Probe};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::bm25::HashedQuery;
 use crate::bm25::ascii_words::word_count;
 use crate::store::{RowLookup, Snapshot};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::asks::Ask;

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::store::{Entry, RowLookup, Snapshot};
-use crate::tables::USAGE;
 use crate::tools::Tool;
+use crate::usage::USAGE;
 
 use super::budget::past_budget;
 use super::builder::ContextBuilder;

@@ -8,8 +8,9 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::skills::SKILLS;
 use crate::store::{Snapshot, StoreError};
-use crate::tables::{SKILLS, TOOLS, TOOLS_BY_SOURCE};
+use crate::tools::{TOOLS, TOOLS_BY_SOURCE};
 use crate::tools::{Tool, bare_name};
 
 use super::query_terms::QueryTerms;

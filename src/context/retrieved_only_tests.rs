@@ -6,7 +6,7 @@ use std::cell::Cell;
 
 use crate::context::{NoMatch, SelectionPolicy, Turn};
 use crate::store::Store;
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::ContextBuilder;

@@ -43,9 +43,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::bm25::HashedQuery;
+use crate::skills::SKILLS;
 use crate::skills::Skill;
 use crate::store::{Entry, RowLookup, Snapshot};
-use crate::tables::SKILLS;
 use crate::tools::Tool;
 
 use super::budget::estimate_tokens;

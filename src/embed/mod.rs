@@ -30,7 +30,9 @@ mod vectors;
 pub use cache::VectorCache;
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
-pub use vectors::{DenseHit, EmbedReport, ToolVector, embed_missing, embedding_text, nearest};
+pub use vectors::{
+    DenseHit, EmbedReport, ToolVector, VECTORS, embed_missing, embedding_text, nearest,
+};
 pub(crate) use vectors::{NearestCache, check_shape, schema as vectors_schema};
 
 /// A model that turns texts into vectors of a fixed size.

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::store::{RecordError, Snapshot, Store, StoreError, TableSchema};
-use crate::tables::{TOOLS, VECTORS};
+use crate::store::{BUILTIN_SCHEMA, RecordError, Snapshot, Store, StoreError, Table, TableSchema};
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::{EmbedError, Embedder};
@@ -457,6 +457,24 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
     lanes.iter().sum::<f32>() + tail
 }
+
+// Position 5 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `vectors` table (see [`ToolVector`](crate::embed::ToolVector)): each tool's
+/// embedding, key = the tool's key; no indexes. It follows the tools table: writing or removing
+/// a tool removes its vector. Fill it with [`embed_missing`](crate::embed::embed_missing).
+///
+/// ```
+/// use capstore::{embed::ToolVector, Store, Tool, TOOLS, VECTORS};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("a", "b"))?;
+///     tx.insert(&VECTORS, ToolVector::new("a", "toy", vec![1.0, 0.0]))
+/// })?;
+/// store.write(|tx| tx.upsert(&TOOLS, Tool::new("a", "changed")))?;
+/// assert!(!store.snapshot().contains(&VECTORS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const VECTORS: Table<ToolVector> = Table::new(5, BUILTIN_SCHEMA);
 
 #[cfg(test)]
 mod tests {

@@ -61,7 +61,7 @@ use serde_json::json;
 
 use crate::context::{Channel, ContextBuilder, Conversation, estimate_tokens, search_tools};
 use crate::store::{Snapshot, Store};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::usage::{TurnUse, learn};
 
 use super::load::EvalError;

@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::handler::HANDLERS;
 use crate::events::EventBus;
 use crate::hooks::HookEvent;
 use crate::store::Store;
-use crate::tables::{HANDLERS, TOOLS};
+use crate::tools::TOOLS;
 use crate::usage::UsageRecorder;
 
 use super::args::check_arguments;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::store::TableSchema;
+use crate::store::{BUILTIN_SCHEMA, Table, TableSchema};
 
 /// A boxed, `Send` future, as handlers return them.
 ///
@@ -230,5 +230,18 @@ impl fmt::Debug for ToolHandler {
 /// The declaration of the built-in `handlers` table. Primary key: the tool's qualified name;
 /// each handler belongs to its tool: written only while the tool is there, removed with it.
 pub(crate) fn schema() -> TableSchema<ToolHandler> {
-    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone()).belongs_to(&crate::tables::TOOLS)
+    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone()).belongs_to(&crate::tools::TOOLS)
 }
+
+// Position 3 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `handlers` table (see [`ToolHandler`]): key = the tool's qualified name; no
+/// indexes. Fill it with [`register_tool`](crate::exec::register_tool).
+///
+/// ```
+/// use capstore::{Store, Tool, HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| capstore::exec::register_tool(tx, Tool::new("a", "b"), |v| async move { Ok(v) }))?;
+/// assert!(store.snapshot().contains(&HANDLERS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HANDLERS: Table<ToolHandler> = Table::new(3, BUILTIN_SCHEMA);

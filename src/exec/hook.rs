@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::hooks::HookEvent;
-use crate::store::TableSchema;
+use crate::store::{BUILTIN_SCHEMA, Table, TableSchema};
 
 use super::handler::{BoxFuture, HandlerError};
 
@@ -195,5 +195,19 @@ impl fmt::Debug for HookHandler {
 /// handler belongs to its hook: written only while the hook is there, removed with it.
 pub(crate) fn schema() -> TableSchema<HookHandler> {
     TableSchema::new("hook_handlers", |h: &HookHandler| h.hook.clone())
-        .belongs_to(&crate::tables::HOOKS)
+        .belongs_to(&crate::hooks::HOOKS)
 }
+
+// Position 4 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `hook_handlers` table (see [`HookHandler`]): key = the hook's id; no indexes.
+/// Fill it with [`register_hook`](crate::exec::register_hook).
+///
+/// ```
+/// use capstore::{Hook, HookEvent, HookOutcome, Store, HOOK_HANDLERS};
+/// let store = Store::new();
+/// store.write(|tx| capstore::exec::register_hook(tx, Hook::new("a", HookEvent::PreToolUse, "*"),
+///     |_| async { Ok(HookOutcome::Continue) }))?;
+/// assert!(store.snapshot().contains(&HOOK_HANDLERS, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOK_HANDLERS: Table<HookHandler> = Table::new(4, BUILTIN_SCHEMA);

@@ -1,8 +1,8 @@
 //! Executing tool calls: handlers, the unselected-call policy, and the hooks that run around
 //! each call.
 //!
-//! - **Handlers** live in the store, in the built-in [`HANDLERS`](crate::HANDLERS) and
-//!   [`HOOK_HANDLERS`](crate::HOOK_HANDLERS) tables, keyed like the tool (qualified name) or
+//! - **Handlers** live in the store, in the built-in [`HANDLERS`] and
+//!   [`HOOK_HANDLERS`] tables, keyed like the tool (qualified name) or
 //!   hook (id) they belong to. Register a tool or hook with its handler in one transaction,
 //!   async or plain ([`register`] with [`Tool::with_handler`](crate::Tool::with_handler) or
 //!   [`Tool::with_sync_handler`](crate::Tool::with_sync_handler); [`register_hook`],
@@ -58,8 +58,8 @@ pub use call::{ToolCall, ToolOutput, UnselectedCallPolicy};
 pub use error::ExecError;
 pub use executor::Executor;
 pub use glob::{glob_match, matcher_matches};
-pub use handler::{BoxFuture, HandlerError, ToolHandler};
-pub use hook::{HookContext, HookHandler, HookOutcome};
+pub use handler::{BoxFuture, HANDLERS, HandlerError, ToolHandler};
+pub use hook::{HOOK_HANDLERS, HookContext, HookHandler, HookOutcome};
 pub use register::{
     register, register_hook, register_sync_hook, register_tool, remove_hook, remove_tool,
 };

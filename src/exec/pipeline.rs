@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::hook::HOOK_HANDLERS;
+use crate::hooks::HOOKS;
 use crate::hooks::HookEvent;
 use crate::store::{Snapshot, StoreError};
-use crate::tables::{HOOK_HANDLERS, HOOKS};
 
 use super::args::check_arguments;
 use super::catch::guarded;

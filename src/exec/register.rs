@@ -6,10 +6,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::handler::HANDLERS;
+use super::hook::HOOK_HANDLERS;
+use crate::hooks::HOOKS;
 use crate::hooks::Hook;
 use crate::skills::{SkillError, unregister_tool};
 use crate::store::{StoreError, WriteTxn};
-use crate::tables::{HANDLERS, HOOK_HANDLERS, HOOKS, TOOLS};
+use crate::tools::TOOLS;
 use crate::tools::{Registration, Then, Tool};
 
 use super::handler::{HandlerError, ToolHandler};

@@ -43,7 +43,7 @@ use prometheus_client::registry::Registry;
 use crate::events::{Event, EventBus, EventSubscription};
 use crate::mcp::live::{McpHub, ServerState};
 use crate::store::Snapshot;
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 
 type Labels = Vec<(&'static str, String)>;
 

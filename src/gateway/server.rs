@@ -18,7 +18,7 @@ use crate::exec::{ExecError, Executor, ToolCall, UnselectedCallPolicy};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 use crate::usage::{TurnUse, UsageQueue, UsageRecorder};
 
@@ -490,7 +490,7 @@ impl Gateway {
                 continue;
             }
             let runnable = snap
-                .contains(&crate::tables::HANDLERS, &selected.key)
+                .contains(&crate::exec::HANDLERS, &selected.key)
                 .unwrap_or(false);
             let why: Vec<String> = selected.reasons.iter().map(ToString::to_string).collect();
             let mut entry = json!({
@@ -866,7 +866,7 @@ fn in_scope(client: Option<&Client>, key: &str, tool: &Tool) -> Result<(), Strin
 /// twice or more), strongest first, at most three, in words: `fs/cd (before it, in 9 of its 10
 /// turns)`.
 fn goes_with(snap: &Snapshot, key: &str) -> Vec<String> {
-    let Ok(Some(usage)) = snap.get(&crate::tables::USAGE, key) else {
+    let Ok(Some(usage)) = snap.get(&crate::usage::USAGE, key) else {
         return Vec::new();
     };
     usage

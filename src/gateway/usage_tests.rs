@@ -3,8 +3,9 @@
 
 use super::{Gateway, GatewayOptions};
 use crate::store::Store;
-use crate::tables::{TOOLS, USAGE};
+use crate::tools::TOOLS;
 use crate::tools::Tool;
+use crate::usage::USAGE;
 
 fn store() -> Store {
     let store = Store::new();

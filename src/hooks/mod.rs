@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{IndexSchema, RecordError, TableSchema};
+use crate::store::{BUILTIN_SCHEMA, Index, IndexSchema, RecordError, Table, TableSchema};
 use crate::tools::{check_name, refuse};
 
 /// When a hook runs.
@@ -163,3 +163,37 @@ pub(crate) fn schema() -> TableSchema<Hook> {
         }))
         .validator(Hook::validate)
 }
+
+// Position 2 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `hooks` table (see [`Hook`]): key = id; indexes `event`, `matcher`.
+///
+/// ```
+/// use capstore::{Hook, HookEvent, Store, HOOKS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PostToolUse, "*")))?;
+/// assert_eq!(store.snapshot().count_by_index(&HOOKS, "event", "post-tool-use")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS: Table<Hook> = Table::new(2, BUILTIN_SCHEMA);
+
+/// The `hooks` table's index of events (`pre-tool-use`, `post-tool-use`).
+///
+/// ```
+/// # use capstore::{Hook, HookEvent, Store, HOOKS, HOOKS_BY_EVENT};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PreToolUse, "*")))?;
+/// assert_eq!(store.snapshot().count_by(&HOOKS_BY_EVENT, "pre-tool-use")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS_BY_EVENT: Index<Hook> = Index::new(HOOKS, "event");
+
+/// The `hooks` table's index of matcher patterns.
+///
+/// ```
+/// # use capstore::{Hook, HookEvent, Store, HOOKS, HOOKS_BY_MATCHER};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&HOOKS, Hook::new("audit", HookEvent::PreToolUse, "fs/*")))?;
+/// assert_eq!(store.snapshot().count_by(&HOOKS_BY_MATCHER, "fs/*")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const HOOKS_BY_MATCHER: Index<Hook> = Index::new(HOOKS, "matcher");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::skills::skills_listing;
 use crate::store::{Store, WriteTxn};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use super::error::McpError;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::context::Selection;
 use crate::store::{Snapshot, StoreError};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::{NameParts, Tool, export_names};
 
 /// A provider's request shape for tool definitions.

@@ -3,10 +3,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::SKILLS;
 use crate::bm25::hash::StrState;
 use crate::skills::Skill;
 use crate::store::{KeyList, RowLookup, Snapshot};
-use crate::tables::SKILLS;
 
 use super::error::SkillError;
 

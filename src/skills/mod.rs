@@ -34,7 +34,9 @@ pub(crate) use registry::skills_listing;
 pub use registry::{Unregistered, register_skill, unregister_skill, unregister_tool};
 
 use crate::bm25::TokenizerConfig;
-use crate::store::{IndexSchema, TableSchema, TextFields, TextSchema};
+use crate::store::{
+    BUILTIN_SCHEMA, Index, IndexSchema, Table, TableSchema, TextFields, TextSchema,
+};
 
 /// The declaration of the built-in `skills` table.
 ///
@@ -81,3 +83,65 @@ pub fn skill_text(skill: &Skill, fields: &mut TextFields<'_>) {
         fields.add("examples", example);
     }
 }
+
+// Position 1 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `skills` table (see [`Skill`]): key = name; indexes `category`, `tags`, `tool`,
+/// `dependency`; BM25 text index.
+///
+/// ```
+/// use capstore::{Skill, Store, SKILLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Work with files").with_category("fs")))?;
+/// assert_eq!(store.snapshot().count_by_index(&SKILLS, "category", "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS: Table<Skill> = Table::new(1, BUILTIN_SCHEMA);
+
+/// The `skills` table's index of categories.
+///
+/// ```
+/// use capstore::{Skill, Store, SKILLS, SKILLS_BY_CATEGORY};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Files").with_category("fs")))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_CATEGORY, "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS_BY_CATEGORY: Index<Skill> = Index::new(SKILLS, "category");
+
+/// The `skills` table's index of tags.
+///
+/// ```
+/// # use capstore::{Skill, Store, SKILLS, SKILLS_BY_TAG};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&SKILLS, Skill::new("files", "Files").with_tags(["fs"])))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TAG, "fs")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const SKILLS_BY_TAG: Index<Skill> = Index::new(SKILLS, "tags");
+
+/// The `skills` table's index of the tools a skill lists.
+///
+/// ```
+/// # use capstore::skills::register_skill;
+/// # use capstore::{Skill, Store, Tool, SKILLS_BY_TOOL};
+/// # let store = Store::new();
+/// # store.write(|tx| register_skill(tx, Skill::new("files", "Files"), [Tool::new("read_file", "Read")]))?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_TOOL, "files/read_file")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const SKILLS_BY_TOOL: Index<Skill> = Index::new(SKILLS, "tool");
+
+/// The `skills` table's index of the skills a skill depends on.
+///
+/// ```
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool, SKILLS_BY_DEPENDENCY};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     register_skill(tx, Skill::new("auth", "Sign in"), Vec::<Tool>::new())?;
+///     register_skill(tx, Skill::new("github", "GitHub").with_dependencies(["auth"]), Vec::<Tool>::new())
+/// })?;
+/// assert_eq!(store.snapshot().count_by(&SKILLS_BY_DEPENDENCY, "auth")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const SKILLS_BY_DEPENDENCY: Index<Skill> = Index::new(SKILLS, "dependency");

@@ -8,9 +8,10 @@
 //! `skills` of tools it shared, and leaves listed tools alone. A tool cannot be removed through
 //! [`unregister_tool`] while a skill lists it.
 
+use super::SKILLS;
 use crate::skills::Skill;
 use crate::store::{Snapshot, StoreError, WriteTxn};
-use crate::tables::{SKILLS, TOOLS};
+use crate::tools::TOOLS;
 use crate::tools::{Registration, Tool};
 
 use super::deps::dependency_closure;

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use crate::bm25::HashedQuery;
 use crate::store::{Snapshot, Store};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 const NAMES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::tests::users_store;
 use crate::store::{Store, StoreError, Table};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 /// The users store of the store tests, holding `old` (`old@x`).

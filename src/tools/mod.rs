@@ -48,7 +48,7 @@ pub use text::{
     walk_schema,
 };
 
-use crate::store::{IndexSchema, TableSchema, TextSchema};
+use crate::store::{BUILTIN_SCHEMA, Index, IndexSchema, Table, TableSchema, TextSchema};
 
 /// The declaration of the `tools` table with its text index configured by `options` (the
 /// built-in table uses [`ToolTextOptions::default`]); see [`Store::with_tool_text`](crate::Store::with_tool_text).
@@ -71,3 +71,64 @@ pub fn tools_schema_with(options: ToolTextOptions) -> TableSchema<Tool> {
                 .config(options.index),
         )
 }
+
+// Position 0 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `tools` table (see [`Tool`]): key = qualified name; indexes `name`, `source`,
+/// `tags`, `skill`; BM25 text index.
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "b")))?;
+/// assert_eq!(store.snapshot().count(&TOOLS)?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS: Table<Tool> = Table::new(0, BUILTIN_SCHEMA);
+
+/// The `tools` table's index of tool names (the bare name, without the source).
+///
+/// ```
+/// use capstore::{Store, Tool, TOOLS, TOOLS_BY_NAME};
+/// let store = Store::new();
+/// store.write(|tx| {
+///     tx.insert(&TOOLS, Tool::new("search", "Search code").with_source("github"))?;
+///     tx.insert(&TOOLS, Tool::new("search", "Search the web").with_source("web"))
+/// })?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_NAME, "search")?, 2);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_NAME: Index<Tool> = Index::new(TOOLS, "name");
+
+/// The `tools` table's index of sources (an MCP server's name, a plug-in).
+///
+/// ```
+/// # use capstore::{Store, Tool, TOOLS, TOOLS_BY_SOURCE};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&TOOLS, Tool::new("search", "Search").with_source("github")))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_SOURCE, "github")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_SOURCE: Index<Tool> = Index::new(TOOLS, "source");
+
+/// The `tools` table's index of tags (a tool carries several).
+///
+/// ```
+/// # use capstore::{Store, Tool, TOOLS, TOOLS_BY_TAG};
+/// # let store = Store::new();
+/// # store.write(|tx| tx.insert(&TOOLS, Tool::new("fetch", "Fetch").with_tags(["web", "http"])))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_TAG, "http")?, 1);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const TOOLS_BY_TAG: Index<Tool> = Index::new(TOOLS, "tags");
+
+/// The `tools` table's index of the skills that bundle a tool.
+///
+/// ```
+/// use capstore::skills::register_skill;
+/// use capstore::{Skill, Store, Tool, TOOLS_BY_SKILL};
+/// let store = Store::new();
+/// store.write(|tx| register_skill(tx, Skill::new("files", "Files"), [Tool::new("read_file", "Read")]))?;
+/// assert_eq!(store.snapshot().count_by(&TOOLS_BY_SKILL, "files")?, 1);
+/// # Ok::<(), capstore::skills::SkillError>(())
+/// ```
+pub const TOOLS_BY_SKILL: Index<Tool> = Index::new(TOOLS, "skill");

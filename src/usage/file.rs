@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::record::USAGE;
 use crate::store::{Snapshot, Store, StoreError};
-use crate::tables::{TOOLS, USAGE};
+use crate::tools::TOOLS;
 
 use super::record::{MAX_COMPANIONS, Usage};
 

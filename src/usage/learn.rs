@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::record::USAGE;
 use crate::store::{StoreError, WriteTxn};
-use crate::tables::{TOOLS, USAGE};
+use crate::tools::TOOLS;
 
 use super::record::Usage;
 

@@ -3,7 +3,7 @@
 //! Some tools are needed although no message names them: the environment's prerequisites
 //! (press the brake before starting the engine, `cd` before `mv`, log in before posting). An
 //! agent learns them by calling; so does capstore. Every turn's calls are counted into the
-//! built-in [`USAGE`](crate::USAGE) table, one [`Usage`] row per tool, versioned in the
+//! built-in [`USAGE`] table, one [`Usage`] row per tool, versioned in the
 //! snapshots like every table, and a selection brings a tool's strong companions along with it
 //! ([the companion channel](crate::context#companions)).
 //!
@@ -79,5 +79,5 @@ pub(crate) use learn::{Known, learn_all_with, learn_with};
 pub use learn::{TurnUse, learn, learn_all};
 pub use queue::{BatchLimits, UsageQueue};
 pub(crate) use record::schema;
-pub use record::{Companion, MAX_COMPANIONS, Usage, called};
+pub use record::{Companion, MAX_COMPANIONS, USAGE, Usage, called};
 pub use recorder::UsageRecorder;

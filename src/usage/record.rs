@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Snapshot, StoreError, TableSchema};
-use crate::tables::{TOOLS, USAGE};
+use crate::store::{BUILTIN_SCHEMA, Snapshot, StoreError, Table, TableSchema};
+use crate::tools::TOOLS;
 
 /// How many companions a [`Usage`] row keeps: the strongest, by turns called together (then
 /// turns called in the next turn). A new companion takes the place of the weakest when the row
@@ -250,3 +250,22 @@ pub fn called(snapshot: &Snapshot) -> Result<impl Iterator<Item = &Usage>, Store
 pub(crate) fn schema() -> TableSchema<Usage> {
     TableSchema::new("usage", |u: &Usage| u.tool.clone()).follows_removals(&TOOLS)
 }
+
+// Position 6 of the built-in tables, in the order `crate::tables` declares them.
+/// The built-in `usage` table (see [`Usage`](crate::usage::Usage)): what the agent's calls
+/// taught about each tool, key = the tool's key; no indexes. A row goes when its tool is removed
+/// (not when it is replaced). Filled by [`learn`](crate::usage::learn), through a
+/// [`UsageRecorder`](crate::usage::UsageRecorder).
+///
+/// ```
+/// use capstore::usage::{TurnUse, learn};
+/// use capstore::{Store, Tool, TOOLS, USAGE};
+/// let store = Store::new();
+/// store.write(|tx| tx.insert(&TOOLS, Tool::new("a", "b")))?;
+/// store.write(|tx| learn(tx, &TurnUse::new(["a"])))?;
+/// assert_eq!(store.snapshot().get(&USAGE, "a")?.map(|u| u.calls), Some(1));
+/// store.write(|tx| tx.delete(&TOOLS, "a").map(drop))?;
+/// assert!(!store.snapshot().contains(&USAGE, "a")?);
+/// # Ok::<(), capstore::StoreError>(())
+/// ```
+pub const USAGE: Table<Usage> = Table::new(6, BUILTIN_SCHEMA);

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::Snapshot;
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use crate::tools::Tool;
 
 use crate::mcp::live::{fingerprint, write_private};

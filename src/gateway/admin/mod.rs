@@ -61,7 +61,7 @@ use super::clients::Clients;
 use super::metrics::PATH as METRICS;
 use super::server::{Gateway, GatewayError};
 use crate::mcp::live::{McpHub, QuarantineReason, fingerprint};
-use crate::tables::TOOLS;
+use crate::tools::TOOLS;
 use archive::Archive;
 use calls::Calls;
 use guard::Guard;

@@ -18,11 +18,12 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, oneshot, watch};
 
+use crate::exec::HANDLERS;
 use crate::exec::{HandlerError, ToolHandler};
 use crate::mcp::config::{ServerConfig, ServerTransport};
 use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
 use crate::store::{Store, StoreError};
-use crate::tables::{HANDLERS, TOOLS};
+use crate::tools::TOOLS;
 
 use super::error::{CallError, LiveError};
 use super::quarantine::{HeldTool, Quarantine, Verdict};
