@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::store::{BUILTIN_SCHEMA, Table, TableSchema};
+use crate::tools::TOOLS;
 
 /// A boxed, `Send` future, as handlers return them.
 ///
@@ -230,7 +231,7 @@ impl fmt::Debug for ToolHandler {
 /// The declaration of the built-in `handlers` table. Primary key: the tool's qualified name;
 /// each handler belongs to its tool: written only while the tool is there, removed with it.
 pub(crate) fn schema() -> TableSchema<ToolHandler> {
-    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone()).belongs_to(&crate::tools::TOOLS)
+    TableSchema::new("handlers", |h: &ToolHandler| h.tool.clone()).belongs_to(&TOOLS)
 }
 
 // Position 3 of the built-in tables, in the order `crate::tables` declares them.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::hooks::HookEvent;
+use crate::hooks::{HOOKS, HookEvent};
 use crate::store::{BUILTIN_SCHEMA, Table, TableSchema};
 
 use super::handler::{BoxFuture, HandlerError};
@@ -194,8 +194,7 @@ impl fmt::Debug for HookHandler {
 /// The declaration of the built-in `hook_handlers` table. Primary key: the hook's id; each
 /// handler belongs to its hook: written only while the hook is there, removed with it.
 pub(crate) fn schema() -> TableSchema<HookHandler> {
-    TableSchema::new("hook_handlers", |h: &HookHandler| h.hook.clone())
-        .belongs_to(&crate::hooks::HOOKS)
+    TableSchema::new("hook_handlers", |h: &HookHandler| h.hook.clone()).belongs_to(&HOOKS)
 }
 
 // Position 4 of the built-in tables, in the order `crate::tables` declares them.
