@@ -118,8 +118,7 @@ use serde_json::{Value, json};
 use crate::context::{
     ContextBuilder, Conversation, DropReason, Dropped, SelectError, Selection, Turn,
 };
-use crate::exec::HANDLERS;
-use crate::exec::{ExecError, Executor, ToolCall};
+use crate::exec::{ExecError, Executor, HANDLERS, ToolCall};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store, StoreError};
 use crate::tools::TOOLS;

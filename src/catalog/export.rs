@@ -2,11 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::skills::SKILLS;
-use crate::skills::Skill;
+use crate::skills::{SKILLS, Skill};
 use crate::store::{Snapshot, Store};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::check::check;
 use super::error::{CatalogError, CatalogErrorKind};

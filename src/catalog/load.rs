@@ -1,13 +1,11 @@
 //! Writing a checked catalog into a store: references resolved first, then one all-or-nothing
 //! group of writes.
 
-use crate::skills::SKILLS;
 #[cfg(test)]
 use crate::skills::register_skill;
-use crate::skills::{SkillError, dependency_closure};
+use crate::skills::{SKILLS, SkillError, dependency_closure};
 use crate::store::{Snapshot, Store, WriteTxn};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::check::{Checked, ToolAt, check};
 use super::error::{CatalogError, CatalogErrorKind, pointer};

@@ -7,11 +7,9 @@ use crate::catalog::check::check;
 use crate::catalog::load::{one_by_one, resolve, write};
 use crate::catalog::synthetic::{Spec, write_catalog};
 use crate::catalog::{Catalog, CatalogError, CatalogSkill};
-use crate::skills::SKILLS;
-use crate::skills::Skill;
+use crate::skills::{SKILLS, Skill};
 use crate::store::{ChangeSet, CommitInfo, Record, Snapshot, Store, Table};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 /// A generated catalog of `tools` tools, 25 a skill, with standalone tools, `uses`,
 /// dependencies and pinned tools added, some of them naming what `preloaded` puts in a store.

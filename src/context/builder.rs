@@ -12,11 +12,9 @@ use std::sync::Arc;
 use crate::bm25::ascii_words::word_count;
 use crate::bm25::{HashedQuery, KeyHit};
 use crate::embed::{Embedder, NearestCache};
-use crate::skills::SKILLS;
-use crate::skills::closure_of;
+use crate::skills::{SKILLS, closure_of};
 use crate::store::{RowLookup, Snapshot};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::asks::asks_for_selection;
 use super::budget::{estimate_tokens, past_budget};

@@ -14,8 +14,7 @@ use crate::bm25::{
     Attachment, Bm25Index, Explanation, KeyHit, best_first_key, put_back, take_from,
 };
 use crate::store::{Entry, RowLookup, Snapshot, StoreError};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::key_table::{KeyTable, Probe};
 use super::selection::{Reason, Reasons};

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use crate::bm25::HashedQuery;
 use crate::bm25::ascii_words::word_count;
 use crate::store::{RowLookup, Snapshot};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::asks::Ask;
 use super::budget::past_budget;

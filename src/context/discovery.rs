@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 use crate::skills::SKILLS;
 use crate::store::{Snapshot, StoreError};
-use crate::tools::{TOOLS, TOOLS_BY_SOURCE};
-use crate::tools::{Tool, bare_name};
+use crate::tools::{TOOLS, TOOLS_BY_SOURCE, Tool, bare_name};
 
 use super::query_terms::QueryTerms;
 use super::selection::{Channel, ListSize, Reason, Reasons, SelectedTool, Selection};

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use crate::bm25::{KEEP_UP_TO, put_back, take_from};
 use crate::store::{Entry, Record, Snapshot, StoreError, Table};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::hints::HintMatcher;
 use super::policy::SelectionPolicy;

@@ -6,8 +6,7 @@ use std::cell::Cell;
 
 use crate::context::{NoMatch, SelectionPolicy, Turn};
 use crate::store::Store;
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::ContextBuilder;
 

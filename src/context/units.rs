@@ -43,8 +43,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::bm25::HashedQuery;
-use crate::skills::SKILLS;
-use crate::skills::Skill;
+use crate::skills::{SKILLS, Skill};
 use crate::store::{Entry, RowLookup, Snapshot};
 use crate::tools::Tool;
 

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use crate::store::{BUILTIN_SCHEMA, RecordError, Snapshot, Store, StoreError, Table, TableSchema};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::{EmbedError, Embedder};
 

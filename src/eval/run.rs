@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use crate::context::{ContextBuilder, HintMatcher, Retrieval, SelectionPolicy, Turn};
 use crate::embed::{Embedder, embed_missing};
 use crate::store::Store;
-use crate::tools::TOOLS;
-use crate::tools::{Tool, ToolTextOptions, name_counts};
+use crate::tools::{TOOLS, Tool, ToolTextOptions, name_counts};
 
 use super::load::{EvalError, Query, ToolEntry};
 use super::metrics::Metrics;

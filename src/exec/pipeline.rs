@@ -6,8 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::hook::HOOK_HANDLERS;
-use crate::hooks::HOOKS;
-use crate::hooks::HookEvent;
+use crate::hooks::{HOOKS, HookEvent};
 use crate::store::{Snapshot, StoreError};
 
 use super::args::check_arguments;

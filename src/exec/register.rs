@@ -8,12 +8,10 @@ use serde_json::Value;
 
 use super::handler::HANDLERS;
 use super::hook::HOOK_HANDLERS;
-use crate::hooks::HOOKS;
-use crate::hooks::Hook;
+use crate::hooks::{HOOKS, Hook};
 use crate::skills::{SkillError, unregister_tool};
 use crate::store::{StoreError, WriteTxn};
-use crate::tools::TOOLS;
-use crate::tools::{Registration, Then, Tool};
+use crate::tools::{Registration, TOOLS, Then, Tool};
 
 use super::handler::{HandlerError, ToolHandler};
 use super::hook::{HookContext, HookHandler, HookOutcome};

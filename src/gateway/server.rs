@@ -18,8 +18,7 @@ use crate::exec::{ExecError, Executor, ToolCall, UnselectedCallPolicy};
 use crate::mcp::live::{CallError, LiveEvent, McpHub, ServerState, ServerStatus};
 use crate::provider::ToolExport;
 use crate::store::{Snapshot, Store};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 use crate::usage::{TurnUse, UsageQueue, UsageRecorder};
 
 use crate::mcp::live::{Quarantine, QuarantineReason, Verdict};

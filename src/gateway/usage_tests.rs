@@ -3,8 +3,7 @@
 
 use super::{Gateway, GatewayOptions};
 use crate::store::Store;
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 use crate::usage::USAGE;
 
 fn store() -> Store {

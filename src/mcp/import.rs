@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::skills::skills_listing;
 use crate::store::{Store, WriteTxn};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use super::error::McpError;
 use super::list::McpToolList;

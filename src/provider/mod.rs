@@ -16,8 +16,7 @@ use serde_json::{Value, json};
 
 use crate::context::Selection;
 use crate::store::{Snapshot, StoreError};
-use crate::tools::TOOLS;
-use crate::tools::{NameParts, Tool, export_names};
+use crate::tools::{NameParts, TOOLS, Tool, export_names};
 
 /// A provider's request shape for tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,7 @@
 use super::SKILLS;
 use crate::skills::Skill;
 use crate::store::{Snapshot, StoreError, WriteTxn};
-use crate::tools::TOOLS;
-use crate::tools::{Registration, Tool};
+use crate::tools::{Registration, TOOLS, Tool};
 
 use super::deps::dependency_closure;
 use super::error::SkillError;

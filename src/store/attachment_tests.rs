@@ -11,8 +11,7 @@ use proptest::prelude::*;
 
 use crate::bm25::HashedQuery;
 use crate::store::{Snapshot, Store};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 const NAMES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 const WORDS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];

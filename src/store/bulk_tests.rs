@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use super::tests::users_store;
 use crate::store::{Store, StoreError, Table};
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 /// The users store of the store tests, holding `old` (`old@x`).
 fn users() -> (Store, Table<(String, String)>) {

@@ -4,16 +4,13 @@
 use std::sync::Arc;
 
 use crate::bm25::{Bm25Params, IndexConfig};
-use crate::hooks::HOOKS;
-use crate::hooks::{Hook, HookEvent};
-use crate::skills::SKILLS;
-use crate::skills::Skill;
+use crate::hooks::{HOOKS, Hook, HookEvent};
+use crate::skills::{SKILLS, Skill};
 use crate::store::{
     IndexSchema, RecordError, SchemaError, Snapshot, Store, StoreBuilder, StoreError, Table,
     TableSchema, TextSchema,
 };
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 fn assert_unchanged(store: &Store, before: &Arc<Snapshot>) {
     let now = store.snapshot();

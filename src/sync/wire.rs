@@ -36,17 +36,13 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::hooks::HOOKS;
-use crate::hooks::Hook;
-use crate::skills::SKILLS;
-use crate::skills::Skill;
+use crate::hooks::{HOOKS, Hook};
+use crate::skills::{SKILLS, Skill};
 use crate::store::{
     Change, ChangeSet, Record, Snapshot, StoreBuilder, StoreError, Table, TableSchema, WriteTxn,
 };
-use crate::tools::TOOLS;
-use crate::tools::Tool;
-use crate::usage::USAGE;
-use crate::usage::{Known, TurnUse, Usage, learn_all_with, learn_with};
+use crate::tools::{TOOLS, Tool};
+use crate::usage::{Known, TurnUse, USAGE, Usage, learn_all_with, learn_with};
 
 use super::SyncError;
 

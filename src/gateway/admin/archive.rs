@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::Snapshot;
-use crate::tools::TOOLS;
-use crate::tools::Tool;
+use crate::tools::{TOOLS, Tool};
 
 use crate::mcp::live::{fingerprint, write_private};
 

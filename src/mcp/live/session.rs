@@ -18,8 +18,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast, oneshot, watch};
 
-use crate::exec::HANDLERS;
-use crate::exec::{HandlerError, ToolHandler};
+use crate::exec::{HANDLERS, HandlerError, ToolHandler};
 use crate::mcp::config::{ServerConfig, ServerTransport};
 use crate::mcp::{ImportReport, McpError, McpToolList, import_server_in};
 use crate::store::{Store, StoreError};
