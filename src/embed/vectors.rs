@@ -458,9 +458,9 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 // Position 5 of the built-in tables, in the order `crate::tables` declares them.
-/// The built-in `vectors` table (see [`ToolVector`](crate::embed::ToolVector)): each tool's
+/// The built-in `vectors` table (see [`ToolVector`]): each tool's
 /// embedding, key = the tool's key; no indexes. It follows the tools table: writing or removing
-/// a tool removes its vector. Fill it with [`embed_missing`](crate::embed::embed_missing).
+/// a tool removes its vector. Fill it with [`embed_missing`].
 ///
 /// ```
 /// use capstore::{embed::ToolVector, Store, Tool, TOOLS, VECTORS};

@@ -252,7 +252,7 @@ pub(crate) fn schema() -> TableSchema<Usage> {
 }
 
 // Position 6 of the built-in tables, in the order `crate::tables` declares them.
-/// The built-in `usage` table (see [`Usage`](crate::usage::Usage)): what the agent's calls
+/// The built-in `usage` table (see [`Usage`]): what the agent's calls
 /// taught about each tool, key = the tool's key; no indexes. A row goes when its tool is removed
 /// (not when it is replaced). Filled by [`learn`](crate::usage::learn), through a
 /// [`UsageRecorder`](crate::usage::UsageRecorder).
